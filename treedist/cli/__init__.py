@@ -1,0 +1,36 @@
+"""The `treedist` command line (typer). Each command group lives in its own module that
+exposes `register(app)`; this module only wires them and maps treedist errors to exit 2."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from treedist.errors import TreedistError
+
+app = typer.Typer(
+    name="treedist",
+    help="Keep many Kafka clusters in sync: copy-flag distribution over a tree of clusters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _register_all() -> None:
+    from treedist.cli import audit_cmd, local_cmd, plan_cmd, run_cmd, topology_cmd, verify_cmd
+
+    for module in (topology_cmd, local_cmd, run_cmd, verify_cmd, plan_cmd, audit_cmd):
+        module.register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    try:
+        app()
+    except TreedistError as err:
+        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        sys.exit(2)

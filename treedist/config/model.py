@@ -1,0 +1,228 @@
+"""The deployment: one YAML file, typed, frozen and validated at load.
+
+Names follow MirrorMaker 2 and librdkafka where the concept matches: `bootstrap.servers`
+style client settings pass through untouched under `client`; `topics` / `topics_exclude`
+are like MM2's `topics` and `topics.exclude`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SecretStr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from treedist.topology import (
+    MalformedFlagsPolicy,
+    Node,
+    Topology,
+    TopologyError,
+    build_topology,
+    from_spec,
+)
+from treedist.topology.flags import MAX_LEVEL, MIN_LEVEL
+
+CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+# librdkafka keys whose values are credentials: kept as SecretStr, never printed.
+_SECRET_KEY = re.compile(r"(password|secret|token|credentials|\.key\.pem$)", re.I)
+
+ClientValue = Annotated[
+    Union[StrictBool, StrictInt, StrictFloat, StrictStr, SecretStr], Field(union_mode="left_to_right")
+]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ClusterConfig(Frozen):
+    """One Kafka cluster. `client` passes librdkafka settings through (security included)."""
+
+    bootstrap_servers: str = Field(min_length=1)
+    client: dict[str, ClientValue] = Field(default_factory=dict)
+
+    @field_validator("client", mode="before")
+    @classmethod
+    def _hide_secrets(cls, value: object) -> object:
+        if not isinstance(value, dict):
+            return value
+        return {k: SecretStr(str(v)) if _SECRET_KEY.search(str(k)) else v for k, v in value.items()}
+
+    @field_validator("client")
+    @classmethod
+    def _no_bootstrap_in_client(cls, value: dict) -> dict:
+        if "bootstrap.servers" in value:
+            raise ValueError("set bootstrap_servers, not client['bootstrap.servers']")
+        return value
+
+    def client_config(self, **overrides: object) -> dict[str, object]:
+        """librdkafka settings for confluent-kafka, credentials revealed."""
+        conf: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers}
+        for key, value in self.client.items():
+            conf[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
+        conf.update(overrides)
+        return conf
+
+
+class TopicSelection(Frozen):
+    """Which topics are distributed: exact names and/or regexes, minus excludes (regexes)."""
+
+    names: tuple[str, ...] = ()
+    regex: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = (r"__.*", r"_schemas", r"\..*")
+
+    @field_validator("regex", "exclude")
+    @classmethod
+    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise ValueError(f"bad regex {pattern!r}: {err}") from None
+        return patterns
+
+    @model_validator(mode="after")
+    def _something_selected(self) -> "TopicSelection":
+        if not self.names and not self.regex:
+            raise ValueError("select at least one topic by names or regex")
+        return self
+
+    def matches(self, topic: str) -> bool:
+        if any(re.fullmatch(p, topic) for p in self.exclude) and topic not in self.names:
+            return False
+        return topic in self.names or any(re.fullmatch(p, topic) for p in self.regex)
+
+
+class InnerNodeSpec(Frozen):
+    level: int = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
+    children: tuple["TreeSpec", ...]
+
+    @field_validator("children")
+    @classmethod
+    def _two_children(cls, children: tuple) -> tuple:
+        if len(children) != 2:
+            raise ValueError(f"an inner node has exactly two children, got {len(children)}")
+        return children
+
+
+def _tree_kind(value: object) -> str:
+    return "cluster" if isinstance(value, str) else "node"
+
+
+TreeSpec = Annotated[
+    Union[Annotated[str, Tag("cluster")], Annotated[InnerNodeSpec, Tag("node")]],
+    Discriminator(_tree_kind),
+]
+InnerNodeSpec.model_rebuild()
+
+
+class TargetOverride(Frozen):
+    """Send the (cluster, level) distributor's copies to another leaf of its sibling subtree."""
+
+    cluster: str
+    level: int = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
+    target: str
+
+
+class SparkConfig(Frozen):
+    master: str = "local[2,4]"
+    app_name: str = "treedist"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class DistributorConfig(Frozen):
+    max_records_per_trigger: int = Field(default=200_000, gt=0)
+    trigger_interval: str = "1 second"
+    malformed_flags: MalformedFlagsPolicy = MalformedFlagsPolicy.COPY
+    max_record_bytes: int = Field(default=1_000_000, gt=0)
+    delivery_timeout_ms: int = Field(default=120_000, gt=0)
+    topic_refresh_seconds: float = Field(default=10.0, gt=0)
+
+
+class Deployment(Frozen):
+    clusters: dict[str, ClusterConfig] = Field(min_length=2)
+    tree: InnerNodeSpec
+    topics: TopicSelection
+    copy_flags_header: str = Field(default="treedist-copy-flags", min_length=1)
+    origin_header: str = Field(default="treedist-origin", min_length=1)
+    checkpoint_location: Path = Path(".treedist/checkpoints")
+    spark: SparkConfig = SparkConfig()
+    distributor: DistributorConfig = DistributorConfig()
+    targets: tuple[TargetOverride, ...] = ()
+
+    @field_validator("clusters")
+    @classmethod
+    def _cluster_names(cls, clusters: dict) -> dict:
+        for name in clusters:
+            if not re.match(CLUSTER_NAME, name):
+                raise ValueError(f"cluster name {name!r} must match {CLUSTER_NAME}")
+        return clusters
+
+    @model_validator(mode="after")
+    def _tree_matches_clusters(self) -> "Deployment":
+        _check_tree(self.tree, "tree", set(self.clusters), seen={}, parent_level=None)
+        missing = set(self.clusters) - set(_tree_leaves(self.tree))
+        if missing:
+            raise ValueError(f"clusters {sorted(missing)} are not leaves of the tree")
+        try:
+            self.topology()
+        except TopologyError as err:
+            raise ValueError(f"targets: {err}") from None
+        return self
+
+    def tree_node(self) -> Node:
+        return from_spec(_plain(self.tree))
+
+    def topology(self) -> Topology:
+        overrides = {(t.cluster, t.level): t.target for t in self.targets}
+        return build_topology(self.tree_node(), overrides)
+
+    def cluster(self, name: str) -> ClusterConfig:
+        try:
+            return self.clusters[name]
+        except KeyError:
+            raise KeyError(f"unknown cluster {name!r}; known: {sorted(self.clusters)}") from None
+
+
+def _plain(spec: object) -> object:
+    if isinstance(spec, InnerNodeSpec):
+        return {"level": spec.level, "children": [_plain(c) for c in spec.children]}
+    return spec
+
+
+def _tree_leaves(spec: object) -> list[str]:
+    if isinstance(spec, InnerNodeSpec):
+        return [leaf for c in spec.children for leaf in _tree_leaves(c)]
+    return [str(spec)]
+
+
+def _check_tree(spec: object, where: str, known: set[str], seen: dict[str, str], parent_level: int | None) -> None:
+    if isinstance(spec, str):
+        if spec not in known:
+            raise ValueError(f"{where}: unknown cluster {spec!r}; known: {sorted(known)}")
+        if spec in seen:
+            raise ValueError(f"{where}: duplicate cluster {spec!r} (also at {seen[spec]})")
+        seen[spec] = where
+        return
+    assert isinstance(spec, InnerNodeSpec)
+    if parent_level is not None and spec.level >= parent_level:
+        raise ValueError(
+            f"{where}.level: levels must strictly increase toward the root, "
+            f"but {spec.level} is not below its parent's {parent_level}"
+        )
+    for i, child in enumerate(spec.children):
+        _check_tree(child, f"{where}.children[{i}]", known, seen, spec.level)

@@ -1,0 +1,78 @@
+"""Copy flags: the bit mask that records which tree levels a record has crossed.
+
+Pure functions, no I/O. A record without the header has flags 0. The header value is the
+flags as a decimal ASCII number (as Axual does); `parse_flags` also accepts the 8-byte
+big-endian form that some distributors write, so mixed fleets interoperate.
+"""
+
+from __future__ import annotations
+
+import enum
+
+MIN_LEVEL = 1
+MAX_LEVEL = 63
+
+
+class MalformedFlagsPolicy(str, enum.Enum):
+    """What a distributor does with a copy-flag header it cannot parse.
+
+    copy (default): treat the flags as 0, so the record is distributed at every level and
+    nothing is lost; a corrupted copy may then arrive twice somewhere (reported by verify).
+    skip: distribute nothing for this record (it stays only where it is).
+    fail: stop the query with an error naming topic, partition and offset.
+    """
+
+    COPY = "copy"
+    SKIP = "skip"
+    FAIL = "fail"
+
+
+class MalformedFlags(ValueError):
+    """A header value that is neither a decimal number nor 8 big-endian bytes."""
+
+
+def level_bit(level: int) -> int:
+    """The copy-flag bit of a level: 1 << (level - 1)."""
+    _check_level(level)
+    return 1 << (level - 1)
+
+
+def level_mask(level: int) -> int:
+    """The bits a distributor of this level inspects: its own and every lower one."""
+    _check_level(level)
+    return (1 << level) - 1
+
+
+def should_copy(flags: int, mask: int) -> bool:
+    """The distribution rule: copy iff no bit of this level or below is set."""
+    return flags & mask == 0
+
+
+def encode_flags(flags: int) -> bytes:
+    return str(flags).encode("ascii")
+
+
+def parse_flags(value: bytes | None) -> int:
+    """Header bytes -> flags. None (no header) is 0. Raises MalformedFlags otherwise."""
+    if value is None:
+        return 0
+    text = value.decode("ascii", errors="replace").strip()
+    if text.isdigit() and len(text) <= 20:
+        flags = int(text)
+        if flags < 1 << MAX_LEVEL:
+            return flags
+    if len(value) == 8 and not text.isdigit():
+        flags = int.from_bytes(value, "big")
+        if flags < 1 << MAX_LEVEL:
+            return flags
+    raise MalformedFlags(f"copy-flag header {value[:32]!r} is not a decimal number below 2**63")
+
+
+def format_bits(flags: int, width: int = 4) -> str:
+    """Flags as a fixed-width binary string, e.g. 5 -> '0101' (as in the reference text)."""
+    return format(flags, f"0{width}b")
+
+
+def _check_level(level: int) -> None:
+    if not MIN_LEVEL <= level <= MAX_LEVEL:
+        raise ValueError(f"level {level} is outside {MIN_LEVEL}..{MAX_LEVEL}")

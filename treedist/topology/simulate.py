@@ -1,0 +1,63 @@
+"""Walk one record through the tree, as the distributors would copy it. Pure, no I/O."""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from treedist.topology.distributors import Topology
+
+
+@dataclass(frozen=True)
+class Hop:
+    source: str
+    target: str
+    level: int
+    flags_before: int
+    flags_after: int
+
+    def as_dict(self) -> dict:
+        return {
+            "from": self.source,
+            "to": self.target,
+            "level": self.level,
+            "flags_before": self.flags_before,
+            "flags_after": self.flags_after,
+        }
+
+
+@dataclass(frozen=True)
+class Simulation:
+    origin: str
+    hops: tuple[Hop, ...]
+    receipts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exactly_once(self) -> bool:
+        return all(n == 1 for n in self.receipts.values())
+
+
+def simulate(topology: Topology, origin: str, flags: int = 0, max_hops: int = 10_000) -> Simulation:
+    """Breadth-first walk of a record produced on `origin` with the given flags.
+
+    `receipts` counts how often each cluster holds the record (the origin's own write
+    counts as one). max_hops bounds the walk so a broken rule cannot loop forever.
+    """
+    if origin not in topology.distributors:
+        raise KeyError(origin)
+    receipts: Counter[str] = Counter({c: 0 for c in topology.clusters})
+    receipts[origin] += 1
+    hops: list[Hop] = []
+    queue = deque([(origin, flags)])
+    while queue:
+        cluster, current = queue.popleft()
+        for dist in topology.distributors[cluster]:
+            if not dist.copies(current):
+                continue
+            stamped = dist.stamp(current)
+            hops.append(Hop(cluster, dist.target, dist.level, current, stamped))
+            if len(hops) > max_hops:
+                raise RuntimeError(f"more than {max_hops} hops: the tree loops")
+            receipts[dist.target] += 1
+            queue.append((dist.target, stamped))
+    return Simulation(origin, tuple(hops), dict(receipts))
