@@ -1,0 +1,1 @@
+pytest_plugins = ["tests.fixtures.clusters", "tests.fixtures.spark"]

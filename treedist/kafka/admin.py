@@ -1,0 +1,90 @@
+"""Admin helpers over confluent-kafka: metadata with bounded retries, topic creation/matching.
+
+Runs on the driver. Every call names the cluster in its errors.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ClusterMetadata, NewPartitions, NewTopic
+
+from treedist.kafka.errors import ClusterUnreachable, KafkaLayerError, TopicMissing
+
+
+def admin_client(client_config: Mapping[str, object]) -> AdminClient:
+    return AdminClient(dict(client_config))
+
+
+def metadata(cluster: str, admin: AdminClient, attempts: int = 5, timeout: float = 5.0) -> ClusterMetadata:
+    """list_topics with bounded retries and exponential backoff; ClusterUnreachable after that."""
+    delay = 0.2
+    for attempt in range(1, attempts + 1):
+        try:
+            return admin.list_topics(timeout=timeout)
+        except KafkaException as err:
+            if attempt == attempts:
+                raise ClusterUnreachable(
+                    f"cluster {cluster!r} did not answer metadata after {attempts} attempts: {err}"
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    raise AssertionError("unreachable")
+
+
+def partition_counts(cluster: str, admin: AdminClient, select: Callable[[str], bool] | None = None) -> dict[str, int]:
+    """topic -> partition count, for the topics `select` accepts (all when None)."""
+    md = metadata(cluster, admin)
+    return {
+        name: len(t.partitions)
+        for name, t in md.topics.items()
+        if t.error is None and (select is None or select(name))
+    }
+
+
+def ensure_topics(
+    cluster: str,
+    admin: AdminClient,
+    topics: Mapping[str, int],
+    config: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> None:
+    """Create missing topics with the given partition counts; grow ones with fewer partitions."""
+    existing = partition_counts(cluster, admin)
+    new = [NewTopic(t, num_partitions=n, replication_factor=1 if _single_broker(admin) else -1, config=dict(config or {}))
+           for t, n in topics.items() if t not in existing]
+    grow = [NewPartitions(t, n) for t, n in topics.items() if t in existing and existing[t] < n]
+    futures = {}
+    if new:
+        futures.update(admin.create_topics(new, operation_timeout=timeout))
+    if grow:
+        futures.update(admin.create_partitions(grow, operation_timeout=timeout))
+    for topic, future in futures.items():
+        try:
+            future.result(timeout=timeout)
+        except KafkaException as err:
+            if "TOPIC_ALREADY_EXISTS" not in str(err):
+                raise KafkaLayerError(f"cluster {cluster!r}: cannot create topic {topic!r}: {err}") from None
+    wait_for_topics(cluster, admin, topics, timeout)
+
+
+def wait_for_topics(cluster: str, admin: AdminClient, topics: Mapping[str, int], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = partition_counts(cluster, admin)
+        short = {t: n for t, n in topics.items() if counts.get(t, 0) < n}
+        if not short:
+            return
+        if time.monotonic() > deadline:
+            raise TopicMissing(f"cluster {cluster!r}: topics not ready after {timeout}s: {sorted(short)}")
+        time.sleep(0.1)
+
+
+def _single_broker(admin: AdminClient) -> bool:
+    try:
+        return len(admin.list_topics(timeout=5).brokers) == 1
+    except KafkaException:
+        return False
+

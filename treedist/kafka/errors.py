@@ -1,0 +1,13 @@
+from treedist.errors import TreedistError
+
+
+class KafkaLayerError(TreedistError):
+    """Root of the Kafka client helpers' errors."""
+
+
+class ClusterUnreachable(KafkaLayerError):
+    """A cluster that did not answer metadata within the bounded retries."""
+
+
+class TopicMissing(KafkaLayerError):
+    """A topic (or partition) the distribution needs that is absent on a cluster."""

@@ -1,0 +1,202 @@
+"""Launch Kafka-protocol brokers (noida-db) on loopback, one process and data dir per cluster.
+
+Runs on the driver machine only. Each broker is started on a free loopback port, waited on
+until it answers a metadata request, and stopped by its PID (SIGTERM, then SIGKILL after a
+grace period). A state file records PIDs and ports so `treedist local down|status` can act on
+brokers started by an earlier `treedist local up`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from treedist.local.errors import LocalClusterError
+
+STATE_FILE = "clusters.json"
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class LocalBroker:
+    name: str
+    port: int
+    pid: int
+    data_dir: str
+    log_file: str
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+def noida_binary() -> str:
+    """The noida-db executable: next to this Python (a venv's bin) or on PATH."""
+    candidate = Path(sys.executable).parent / "noida-db"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("noida-db")
+    if not found:
+        raise LocalClusterError("noida-db is not installed (pip install noida-db)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def start_broker(name: str, base_dir: Path, port: int | None = None) -> LocalBroker:
+    """Start one broker process in its own session (so Ctrl-C of a parent does not hit it)."""
+    data_dir = base_dir / name
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    log_file = base_dir / f"{name}.log"
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(
+            [noida_binary(), "start", "--data-dir", str(data_dir), "--host", HOST, "--only", "kafka", "--kafka-port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return LocalBroker(name, port, proc.pid, str(data_dir), str(log_file))
+
+
+def wait_ready(broker: LocalBroker, timeout: float = 20.0) -> None:
+    """Poll until the broker answers a metadata request; raise naming the cluster if not."""
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + timeout
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 1000})
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if not pid_alive(broker.pid):
+            raise LocalClusterError(f"local cluster {broker.name!r} exited at start; see {broker.log_file}")
+        try:
+            admin.list_topics(timeout=1.0)
+            return
+        except Exception as err:  # KafkaException while the port is not open yet
+            last = err
+            time.sleep(0.05)
+    raise LocalClusterError(f"local cluster {broker.name!r} at {broker.bootstrap} did not answer metadata in {timeout}s: {last}")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still "exists": reap it if it is ours.
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+def stop_pid(pid: int, grace: float = 5.0) -> None:
+    """SIGTERM the PID, SIGKILL it after `grace` seconds; never by name."""
+    if not pid_alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+
+
+class LocalClusters:
+    """A set of named local brokers with a state file in `base_dir`."""
+
+    def __init__(self, base_dir: Path, brokers: dict[str, LocalBroker]):
+        self.base_dir = base_dir
+        self.brokers = brokers
+
+    @property
+    def bootstrap(self) -> dict[str, str]:
+        return {name: b.bootstrap for name, b in self.brokers.items()}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.brokers)
+
+    @classmethod
+    def start(cls, names: list[str], base_dir: str | Path, timeout: float = 20.0) -> "LocalClusters":
+        """Start (or re-use, if already running from the same state file) one broker per name."""
+        base = Path(base_dir).resolve()
+        base.mkdir(parents=True, exist_ok=True)
+        existing = cls.load(base)
+        brokers: dict[str, LocalBroker] = {}
+        try:
+            for name in names:
+                old = existing.brokers.get(name) if existing else None
+                if old and pid_alive(old.pid):
+                    brokers[name] = old
+                else:
+                    # Same port as before when we can: a deployment file may point at it.
+                    port = old.port if old and _port_free(old.port) else None
+                    brokers[name] = start_broker(name, base, port)
+            for broker in brokers.values():
+                wait_ready(broker, timeout)
+        except Exception:
+            for broker in brokers.values():
+                stop_pid(broker.pid)
+            raise
+        clusters = cls(base, brokers)
+        clusters.save()
+        return clusters
+
+    @classmethod
+    def load(cls, base_dir: str | Path) -> "LocalClusters | None":
+        state = Path(base_dir) / STATE_FILE
+        if not state.exists():
+            return None
+        raw = json.loads(state.read_text())
+        return cls(Path(base_dir), {b["name"]: LocalBroker(**b) for b in raw["brokers"]})
+
+    def save(self) -> None:
+        state = {"brokers": [asdict(b) for b in self.brokers.values()]}
+        (self.base_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
+
+    def status(self) -> list[dict]:
+        return [{**asdict(b), "bootstrap": b.bootstrap, "running": pid_alive(b.pid)} for b in self.brokers.values()]
+
+    def stop(self) -> None:
+        for broker in self.brokers.values():
+            stop_pid(broker.pid)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one broker (for failure tests); `restart` brings it back on the same port."""
+        os.kill(self.brokers[name].pid, signal.SIGKILL)
+        while pid_alive(self.brokers[name].pid):
+            time.sleep(0.02)
+
+    def restart(self, name: str, timeout: float = 20.0) -> None:
+        old = self.brokers[name]
+        stop_pid(old.pid)
+        self.brokers[name] = start_broker(name, self.base_dir, old.port)
+        wait_ready(self.brokers[name], timeout)
+        self.save()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((HOST, port))
+            return True
+        except OSError:
+            return False
