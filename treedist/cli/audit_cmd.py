@@ -1,7 +1,195 @@
-"""Placeholder: this command group is being built."""
+"""`treedist audit`: message-safety settings of every cluster, against the thesis's guidelines (7.2).
+
+Reads each cluster's topics (internal ones included), their effective configs and the
+brokers' configs with the AdminClient; `treedist.sizing.audit` judges them. Exit code 1
+when anything breaches, 2 on errors (unreachable cluster, bad config).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Callable, Optional
 
 import typer
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from rich.table import Table
+
+from treedist.cli.common import ConfigOption, JsonOption, console, load, print_json
+from treedist.config import Deployment
+from treedist.sizing import (
+    Breach,
+    BrokerSnapshot,
+    ClusterSnapshot,
+    SizingError,
+    TopicSnapshot,
+    audit_cluster,
+    check_producer_config,
+)
+from treedist.sizing.errors import require_count
+
+DESCRIBE_TIMEOUT = 30.0
+
+
+class AuditError(SizingError):
+    """The audit could not read what it judges (a cluster, a topic's or broker's configs)."""
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("audit")(audit)
+
+
+def audit(
+    config: Path = ConfigOption,
+    cluster: Optional[list[str]] = typer.Option(None, "--cluster", help="Audit only this cluster (repeat for several; default: all)."),
+    failures: int = typer.Option(1, "--failures", "-N", help="N: broker failures to tolerate at once."),
+    topic: Optional[list[str]] = typer.Option(None, "--topic", help="Audit only topics fully matching this regex (repeat; default: every topic, internal ones included)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Report every breach of the message-safety guidelines for N tolerated broker failures.
+
+    Topics (internal ones like __consumer_offsets included): min.insync.replicas >= N+1,
+    replication factor >= N+1 and >= 2N+1 (writes stay available), and never below
+    min.insync.replicas; unclean.leader.election.enable=false on topics and brokers; broker
+    defaults for new topics when the broker reports them. treedist's own producers:
+    acks=all and enable.idempotence=true. Exits 1 when anything breaches.
+    """
+    require_count("failures", failures, minimum=0)
+    deployment = load(config)
+    names = cluster or list(deployment.clusters)
+    for name in names:
+        if name not in deployment.clusters:
+            raise AuditError(f"unknown cluster {name!r}; known: {sorted(deployment.clusters)}")
+    patterns = [_regex(p) for p in topic or ()]
+    select = (lambda t: any(p.fullmatch(t) for p in patterns)) if patterns else None
+    breaches: list[Breach] = []
+    summary: dict[str, dict] = {}
+    for name in names:
+        snapshot = read_cluster(name, deployment, select)
+        producer_conf, source = producer_config(deployment, name)
+        found = audit_cluster(snapshot, failures)
+        found += [dataclasses.replace(b, cluster=name) for b in check_producer_config(producer_conf)]
+        breaches.extend(found)
+        summary[name] = {
+            "brokers": len(snapshot.brokers),
+            "topics": len(snapshot.topics),
+            "internal_topics": sum(1 for t in snapshot.topics if t.internal),
+            "producer_config_source": source,
+            "breaches": len(found),
+        }
+    if as_json:
+        print_json({"failures": failures, "ok": not breaches, "clusters": summary, "breaches": [b.as_dict() for b in breaches]})
+    else:
+        _print(failures, summary, breaches)
+    if breaches:
+        raise typer.Exit(1)
+
+
+def _print(failures: int, summary: dict[str, dict], breaches: list[Breach]) -> None:
+    clusters = Table(title=f"message-safety audit for N={failures} broker failure(s)")
+    for col in ("cluster", "brokers", "topics (internal)", "producer config from", "breaches"):
+        clusters.add_column(col)
+    for name, s in summary.items():
+        clusters.add_row(
+            name, str(s["brokers"]), f"{s['topics']} ({s['internal_topics']})", s["producer_config_source"],
+            str(s["breaches"]), style="red" if s["breaches"] else "green",
+        )
+    console.print(clusters)
+    if not breaches:
+        console.print(f"[green]no breaches: safe for {failures} broker failure(s)[/]")
+        return
+    table = Table(title=f"{len(breaches)} breach(es)")
+    for col in ("cluster", "resource", "setting", "actual", "required", "why"):
+        table.add_column(col)
+    for b in breaches:
+        table.add_row(b.cluster, b.resource, b.setting, b.actual, b.required, b.message)
+    console.print(table)
+
+
+# -- reading a cluster (driver side) ---------------------------------------------------------
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as err:
+        raise AuditError(f"--topic {pattern!r} is not a valid regex: {err}") from None
+
+
+def read_cluster(name: str, deployment: Deployment, select: Callable[[str], bool] | None = None) -> ClusterSnapshot:
+    """Every topic (that `select` accepts) with its smallest replica count and effective
+    configs; every broker's configs."""
+    from treedist.kafka.admin import admin_client, metadata
+
+    admin = admin_client(deployment.clusters[name].client_config())
+    md = metadata(name, admin)
+    topics = {t: m for t, m in md.topics.items() if m.error is None and (select is None or select(t))}
+    topic_configs = _describe(name, admin, [ConfigResource(ResourceType.TOPIC, t) for t in sorted(topics)])
+    broker_configs = _describe(name, admin, [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(md.brokers)])
+    return ClusterSnapshot(
+        cluster=name,
+        brokers=tuple(BrokerSnapshot(bid, cfg) for bid, cfg in broker_configs.items()),
+        topics=tuple(
+            TopicSnapshot(
+                name=t,
+                replication_factor=min((len(p.replicas) for p in m.partitions.values()), default=0),
+                partitions=len(m.partitions),
+                configs=topic_configs[t],
+                internal=t.startswith("__"),
+            )
+            for t, m in sorted(topics.items())
+            if t in topic_configs
+        ),
+    )
+
+
+def _describe(cluster: str, admin: AdminClient, resources: list[ConfigResource]) -> dict[str, dict[str, str]]:
+    """name -> {key: effective value}; a topic deleted meanwhile is left out."""
+    if not resources:
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    futures = admin.describe_configs(resources, request_timeout=DESCRIBE_TIMEOUT)
+    for resource, future in futures.items():
+        try:
+            entries = future.result(timeout=DESCRIBE_TIMEOUT)
+        except KafkaException as err:
+            code = err.args[0].code() if err.args and isinstance(err.args[0], KafkaError) else None
+            if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
+            raise AuditError(f"cluster {cluster!r}: cannot describe the configs of {resource.name!r}: {err}") from None
+        out[resource.name] = {k: e.value for k, e in entries.items() if e.value is not None}
+    return out
+
+
+# -- treedist's own producer ---------------------------------------------------------------
+
+
+def producer_config(deployment: Deployment, cluster: str) -> tuple[dict, str]:
+    """The librdkafka settings treedist's sink producer uses on `cluster`, and their source.
+
+    The sink (treedist/spark/sink.py) builds its producer from `SinkOptions.parse(...).kafka`
+    over the pipeline's `sink_options(deployment, cluster)`; the audit asks the same two
+    functions. If the sink refuses the settings (a client setting contradicting acks=all or
+    enable.idempotence=true), the audit judges what the deployment asked for over those
+    defaults. If the pipeline cannot be imported, the deployment's `client` settings over
+    acks=all and enable.idempotence=true; the source column says which.
+    """
+    required = {"acks": "all", "enable.idempotence": "true"}
+    try:
+        from treedist.pipeline.message import sink_options
+        from treedist.spark.errors import SparkOptionError
+        from treedist.spark.options import SinkOptions
+    except ImportError as err:
+        conf = {**required, **deployment.clusters[cluster].client_config()}
+        return conf, f"deployment client + acks=all, enable.idempotence=true (sink not importable: {err.name})"
+    options = sink_options(deployment, cluster)
+    try:
+        return dict(SinkOptions.parse(options).kafka), SINK_SOURCE
+    except SparkOptionError as err:
+        asked = {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
+        return {**required, **asked}, f"deployment client, refused by the sink: {err}"
+
+
+SINK_SOURCE = "treedist sink (SinkOptions)"

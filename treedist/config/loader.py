@@ -14,12 +14,32 @@ from treedist.config.model import Deployment
 def load_deployment(path: str | Path) -> Deployment:
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        text = path.read_text()
+        _reject_duplicate_keys(yaml.compose(text), "", str(path))
+        raw = yaml.safe_load(text)
     except OSError as err:
         raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     return parse_deployment(raw, source=str(path))
+
+
+def _reject_duplicate_keys(node: yaml.Node | None, where: str, source: str) -> None:
+    """YAML keeps the last of two equal keys silently; a deployment must not."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(
+                    f"{source}: {where or '<top level>'}: duplicate key {key!r} (lines {seen[key]} and {line})"
+                )
+            seen[key] = line
+            _reject_duplicate_keys(value_node, f"{where}.{key}" if where else key, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _reject_duplicate_keys(item, f"{where}[{i}]", source)
 
 
 def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
@@ -39,11 +59,11 @@ def _describe(error: dict) -> str:
 
 def _field_path(loc: tuple) -> str:
     parts: list[str] = []
-    for item in loc:
+    for i, item in enumerate(loc):
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in ("cluster", "node"):
-            continue  # union branch names pydantic puts into the location
+        elif item in ("cluster", "node") and i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "children":
+            continue  # the tree union's branch tag, which pydantic puts into the location
         else:
             parts.append(("." if parts else "") + str(item))
     return "".join(parts)

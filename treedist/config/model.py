@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from treedist.config.errors import ConfigError
 from treedist.topology import (
     MalformedFlagsPolicy,
     Node,
@@ -195,7 +196,7 @@ class Deployment(Frozen):
         try:
             return self.clusters[name]
         except KeyError:
-            raise KeyError(f"unknown cluster {name!r}; known: {sorted(self.clusters)}") from None
+            raise ConfigError(f"unknown cluster {name!r}; known: {sorted(self.clusters)}") from None
 
 
 def _plain(spec: object) -> object:
