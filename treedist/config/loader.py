@@ -21,11 +21,20 @@ def load_deployment(path: str | Path) -> Deployment:
         raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: a YAML alias refers to itself") from None
     return parse_deployment(raw, source=str(path))
 
 
-def _reject_duplicate_keys(node: yaml.Node | None, where: str, source: str) -> None:
-    """YAML keeps the last of two equal keys silently; a deployment must not."""
+def _reject_duplicate_keys(node: yaml.Node | None, where: str, source: str, seen_nodes: set[int] | None = None) -> None:
+    """YAML keeps the last of two equal keys silently; a deployment must not.
+
+    Aliases are followed once (a self-referencing alias would otherwise recurse forever).
+    """
+    seen_nodes = set() if seen_nodes is None else seen_nodes
+    if id(node) in seen_nodes:
+        return
+    seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -36,10 +45,10 @@ def _reject_duplicate_keys(node: yaml.Node | None, where: str, source: str) -> N
                     f"{source}: {where or '<top level>'}: duplicate key {key!r} (lines {seen[key]} and {line})"
                 )
             seen[key] = line
-            _reject_duplicate_keys(value_node, f"{where}.{key}" if where else key, source)
+            _reject_duplicate_keys(value_node, f"{where}.{key}" if where else key, source, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _reject_duplicate_keys(item, f"{where}[{i}]", source)
+            _reject_duplicate_keys(item, f"{where}[{i}]", source, seen_nodes)
 
 
 def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:

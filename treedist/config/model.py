@@ -61,6 +61,9 @@ class ClusterConfig(Frozen):
     def _hide_secrets(cls, value: object) -> object:
         if not isinstance(value, dict):
             return value
+        for key, item in value.items():
+            if item is None or isinstance(item, (dict, list)):
+                raise ValueError(f"client[{key!r}]: a librdkafka setting is a string, number or boolean, got {item!r}")
         return {k: SecretStr(str(v)) if _SECRET_KEY.search(str(k)) else v for k, v in value.items()}
 
     @field_validator("client")
@@ -109,7 +112,7 @@ class TopicSelection(Frozen):
 
 
 class InnerNodeSpec(Frozen):
-    level: int = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
+    level: StrictInt = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
     children: tuple["TreeSpec", ...]
 
     @field_validator("children")
@@ -134,9 +137,9 @@ InnerNodeSpec.model_rebuild()
 class TargetOverride(Frozen):
     """Send the (cluster, level) distributor's copies to another leaf of its sibling subtree."""
 
-    cluster: str
-    level: int = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
-    target: str
+    cluster: StrictStr
+    level: StrictInt = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
+    target: StrictStr
 
 
 class SparkConfig(Frozen):
@@ -172,6 +175,18 @@ class Deployment(Frozen):
             if not re.match(CLUSTER_NAME, name):
                 raise ValueError(f"cluster name {name!r} must match {CLUSTER_NAME}")
         return clusters
+
+    @field_validator("targets")
+    @classmethod
+    def _one_override_per_distributor(cls, targets: tuple[TargetOverride, ...]) -> tuple[TargetOverride, ...]:
+        seen: dict[tuple[str, int], int] = {}
+        for i, t in enumerate(targets):
+            if (t.cluster, t.level) in seen:
+                raise ValueError(
+                    f"[{i}]: a second override for cluster {t.cluster!r} level {t.level} (first at [{seen[t.cluster, t.level]}])"
+                )
+            seen[t.cluster, t.level] = i
+        return targets
 
     @model_validator(mode="after")
     def _tree_matches_clusters(self) -> "Deployment":

@@ -1,8 +1,8 @@
 """Copy flags: the bit mask that records which tree levels a record has crossed.
 
 Pure functions, no I/O. A record without the header has flags 0. The header value is the
-flags as a decimal ASCII number (as Axual does); `parse_flags` also accepts the 8-byte
-big-endian form that some distributors write, so mixed fleets interoperate.
+flags as a decimal ASCII number; anything else (empty, non-digits, 2**63 or more) is
+malformed and handled by the MalformedFlagsPolicy.
 """
 
 from __future__ import annotations
@@ -59,10 +59,6 @@ def parse_flags(value: bytes | None) -> int:
     text = value.decode("ascii", errors="replace").strip()
     if text.isdigit() and len(text) <= 20:
         flags = int(text)
-        if flags < 1 << MAX_LEVEL:
-            return flags
-    if len(value) == 8 and not text.isdigit():
-        flags = int.from_bytes(value, "big")
         if flags < 1 << MAX_LEVEL:
             return flags
     raise MalformedFlags(f"copy-flag header {value[:32]!r} is not a decimal number below 2**63")

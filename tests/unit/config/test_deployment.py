@@ -515,3 +515,27 @@ def test_any_level_outside_1_to_63_is_rejected_naming_that_node(data):
     with pytest.raises(ConfigError) as info:
         parse_deployment(raw, source="gen.yaml")
     assert f"{where}.level" in str(info.value)
+
+
+def test_two_overrides_for_the_same_distributor_are_rejected(write_yaml):
+    data = _base()
+    data["targets"] = [
+        {"cluster": "c1", "level": 3, "target": "c3"},
+        {"cluster": "c1", "level": 3, "target": "c4"},
+    ]
+    path = write_yaml(_dump(data))
+    _assert_names(_error(path), path, "targets", "second override", "c1")
+
+
+def test_a_boolean_level_is_rejected(write_yaml):
+    data = _base()
+    data["tree"]["children"][0]["level"] = True
+    path = write_yaml(_dump(data))
+    _assert_names(_error(path), path, "tree.children[0].level")
+
+
+def test_a_null_client_setting_names_the_setting(write_yaml):
+    data = _base()
+    data["clusters"]["c2"]["client"] = {"sasl.username": None}
+    path = write_yaml(_dump(data))
+    _assert_names(_error(path), path, "clusters.c2.client", "sasl.username")

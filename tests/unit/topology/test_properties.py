@@ -62,7 +62,7 @@ def test_generated_trees_have_strictly_increasing_levels_in_1_to_63(tree):
 
 
 @given(st.integers(min_value=1, max_value=MAX_LEVEL))
-def test_bit_and_mask_of_level_L_are_1_shl_L_minus_1_and_1_shl_L_minus_1(level):
+def test_bit_of_level_L_is_1_shl_L_minus_1_and_mask_is_1_shl_L_then_minus_1(level):
     """bit/mask of level L are 1<<(L-1) and (1<<L)-1; the mask covers the bit and all lower bits."""
     assert level_bit(level) == 1 << (level - 1)
     assert level_mask(level) == (1 << level) - 1

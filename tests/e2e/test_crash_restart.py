@@ -1,0 +1,80 @@
+"""kill -9 of the whole Spark application mid-stream, then a restart: nothing is lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from treedist.config import parse_deployment
+from treedist.local.deployment import local_deployment
+from treedist.verify import verify_topic
+
+from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_for_counts
+
+pytestmark = pytest.mark.e2e
+CLUSTERS = ["c1", "c2", "c3", "c4"]
+PARTITIONS = 4
+
+
+def start_app(config: Path, log: Path) -> subprocess.Popen:
+    treedist = Path(sys.executable).parent / "treedist"
+    return subprocess.Popen(
+        [str(treedist), "run", "-c", str(config)],
+        stdout=open(log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the driver and its JVM die together
+    )
+
+
+def kill_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def test_kill_9_mid_stream_then_restart_loses_nothing(local_kafka, unique_topic, tmp_path):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
+    spec = local_deployment(
+        bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "checkpoints"),
+        spark={"master": "local[2,4]", "conf": {"spark.ui.enabled": "false"}},
+        distributor={"max_records_per_trigger": 400, "trigger_interval": "200 milliseconds"},
+    )
+    config = tmp_path / "deployment.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    deployment = parse_deployment(spec)
+    create_topic_everywhere(bootstrap, unique_topic, PARTITIONS)
+    log = tmp_path / "app.log"
+
+    first = produce_concurrently(bootstrap, unique_topic, 3000, PARTITIONS)
+    app = start_app(config, log)
+    try:
+        # Mid-stream: some copies have arrived, far from all of them.
+        counts = wait_for_counts(bootstrap, unique_topic, 3000 + 1200, timeout=240)
+        assert any(v < first for v in counts.values()), f"distribution finished before the kill: {counts}"
+    finally:
+        kill_group(app, signal.SIGKILL)
+        app.wait(30)
+
+    second = produce_concurrently(bootstrap, unique_topic, 500, PARTITIONS)
+    total = first + second
+    app = start_app(config, log)
+    try:
+        counts = wait_for_counts(bootstrap, unique_topic, total, timeout=300)
+    finally:
+        kill_group(app, signal.SIGINT)
+        try:
+            app.wait(60)
+        except subprocess.TimeoutExpired:
+            kill_group(app, signal.SIGKILL)
+            app.wait(30)
+    assert all(v >= total for v in counts.values()), (counts, log.read_text()[-3000:])
+    report = verify_topic(deployment, unique_topic)
+    assert [c.missing for c in report.clusters] == [0] * len(CLUSTERS), report
+    assert all(c.unexpected == 0 for c in report.clusters), report

@@ -1,0 +1,28 @@
+"""`treedist run` with no config: the embedded 4-cluster demo verifies clean."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def test_demo_run_prints_a_clean_verification(tmp_path):
+    treedist = Path(sys.executable).parent / "treedist"
+    state = tmp_path / "demo"
+    result = subprocess.run(
+        [str(treedist), "run", "--duration", "20", "--rate", "300", "--state-dir", str(state)],
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert "verification" in result.stdout.lower()
+    # The local clusters were stopped by PID afterwards.
+    status = json.loads((state / "clusters" / "clusters.json").read_text())
+    from treedist.local.launcher import pid_alive
+
+    assert not any(pid_alive(b["pid"]) for b in status["brokers"])

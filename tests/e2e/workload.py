@@ -1,0 +1,72 @@
+"""Concurrent producers for end-to-end tests: every cluster writes its own records at once,
+with keys, explicit timestamps, chosen partitions and application headers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Mapping
+
+from confluent_kafka import Producer
+
+from treedist.kafka import admin_client, ensure_topics
+from treedist.kafka.offsets import record_count, watermark_consumer
+
+
+
+def create_topic_everywhere(bootstrap: Mapping[str, str], topic: str, partitions: int) -> None:
+    for name, servers in bootstrap.items():
+        ensure_topics(name, admin_client({"bootstrap.servers": servers}), {topic: partitions})
+
+
+def produce_concurrently(bootstrap: Mapping[str, str], topic: str, per_cluster: int, partitions: int) -> int:
+    """Each cluster gets `per_cluster` records in parallel threads; returns the total."""
+    errors: list[str] = []
+    # Explicit, recent timestamps: brokers delete records older than retention.ms at once.
+    base_ts_ms = int(time.time() * 1000) - 60_000
+
+    def produce(name: str, servers: str) -> None:
+        producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+
+        def on_delivery(err, _msg):
+            if err is not None:
+                errors.append(f"{name}: {err}")
+
+        for i in range(per_cluster):
+            producer.produce(
+                topic,
+                key=f"{name}-key-{i % 50}".encode(),
+                value=f"{name}-value-{i}".encode(),
+                partition=i % partitions,
+                timestamp=base_ts_ms + i,
+                headers=[("app-header", f"{name}:{i}".encode()), ("trace", None)],
+                on_delivery=on_delivery,
+            )
+            if i % 1000 == 0:
+                producer.poll(0)
+        if producer.flush(60) != 0:
+            errors.append(f"{name}: undelivered records")
+
+    threads = [threading.Thread(target=produce, args=item) for item in bootstrap.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    return per_cluster * len(bootstrap)
+
+
+def wait_for_counts(bootstrap: Mapping[str, str], topic: str, expected: int, timeout: float, check=lambda: None) -> dict[str, int]:
+    """Poll watermarks until every cluster holds `expected` records (or the timeout)."""
+    consumers = {n: watermark_consumer({"bootstrap.servers": s}) for n, s in bootstrap.items()}
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            check()
+            counts = {n: record_count(n, c, topic) for n, c in consumers.items()}
+            if all(v >= expected for v in counts.values()) or time.monotonic() > deadline:
+                return counts
+            time.sleep(1)
+    finally:
+        for c in consumers.values():
+            c.close()

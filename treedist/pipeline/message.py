@@ -1,0 +1,123 @@
+"""The message distributor: one Spark streaming query per (cluster, level).
+
+Built on the driver; the copy step runs in executors inside mapInArrow. Data path:
+  treedist-kafka source on the distributor's cluster (selected topics, offsets in the
+  checkpoint) -> CopyStep (rule, flag bit, origin header) -> treedist-kafka sink on the target
+  (same topic name and partition; idempotent producer, acks=all).
+Delivery: at least once. A batch is committed to the checkpoint only after every record of
+it was acknowledged by the target; a crash between the two replays the batch, so a restart
+may duplicate (verify reports duplicates) but never loses a record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from treedist.config import Deployment
+from treedist.pipeline.copy_step import CopyStep
+from treedist.topology import Distributor
+
+KAFKA_FORMAT = "treedist-kafka"
+SINK_SCHEMA = (
+    "key binary, value binary, topic string, partition int, timestamp timestamp, "
+    "headers array<struct<key: string, value: binary>>"
+)
+
+
+def kafka_options(client_config: dict[str, object]) -> dict[str, str]:
+    """librdkafka settings -> data source options (`kafka.` prefix, as spark-sql-kafka)."""
+    return {f"kafka.{key}": str(value).lower() if isinstance(value, bool) else str(value) for key, value in client_config.items()}
+
+
+@dataclass
+class DistributorCounters:
+    """Spark accumulators: updated in executors, read on the driver."""
+
+    records_in: object
+    copied: object
+    malformed: object
+
+    @classmethod
+    def create(cls, spark: SparkSession) -> "DistributorCounters":
+        sc = spark.sparkContext
+        return cls(sc.accumulator(0), sc.accumulator(0), sc.accumulator(0))
+
+    def snapshot(self) -> dict[str, int]:
+        return {"records_in": self.records_in.value, "copied": self.copied.value, "malformed": self.malformed.value}
+
+
+def copy_step_for(deployment: Deployment, dist: Distributor) -> CopyStep:
+    return CopyStep(
+        cluster=dist.cluster,
+        mask=dist.mask,
+        bit=dist.bit,
+        flags_header=deployment.copy_flags_header,
+        origin_header=deployment.origin_header,
+        malformed_policy=deployment.distributor.malformed_flags,
+        max_record_bytes=deployment.distributor.max_record_bytes,
+    )
+
+
+def source_options(deployment: Deployment, cluster: str) -> dict[str, str]:
+    """Options of the treedist-kafka source for the distributed topics of one cluster."""
+    topics = deployment.topics
+    opts = kafka_options(deployment.cluster(cluster).client_config())
+    if topics.names:
+        opts["subscribe"] = ",".join(topics.names)
+    if topics.regex:
+        opts["subscribePattern"] = "|".join(f"(?:{p})" for p in topics.regex)
+        if topics.exclude:
+            opts["excludePattern"] = "|".join(f"(?:{p})" for p in topics.exclude)
+    opts["startingOffsets"] = "earliest"
+    opts["maxOffsetsPerTrigger"] = str(deployment.distributor.max_records_per_trigger)
+    opts["topicRefreshIntervalMs"] = str(int(deployment.distributor.topic_refresh_seconds * 1000))
+    return opts
+
+
+def sink_options(deployment: Deployment, target: str) -> dict[str, str]:
+    opts = kafka_options(deployment.cluster(target).client_config())
+    opts["kafka.delivery.timeout.ms"] = str(deployment.distributor.delivery_timeout_ms)
+    return opts
+
+
+def checkpoint_dir(deployment: Deployment, dist: Distributor) -> str:
+    """Per (cluster, level), not per target: switching the target keeps the source offsets."""
+    return str(Path(deployment.checkpoint_location).resolve() / dist.name)
+
+
+def build_stream(spark: SparkSession, deployment: Deployment, dist: Distributor, counters: DistributorCounters) -> DataFrame:
+    step = copy_step_for(deployment, dist)
+    records_in, copied, malformed = counters.records_in, counters.copied, counters.malformed
+
+    def copy_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Runs in executors.
+        for batch in batches:
+            out, stats = step.apply(batch)
+            records_in.add(stats.records_in)
+            copied.add(stats.copied)
+            if stats.malformed:
+                malformed.add(stats.malformed)
+            if out.num_rows:
+                yield out
+
+    source = spark.readStream.format(KAFKA_FORMAT).options(**source_options(deployment, dist.cluster)).load()
+    return source.mapInArrow(copy_batches, SINK_SCHEMA)
+
+
+def start_distributor(spark: SparkSession, deployment: Deployment, dist: Distributor, counters: DistributorCounters) -> StreamingQuery:
+    """Start the query of one distributor; its name is `<cluster>-L<level>`."""
+    return (
+        build_stream(spark, deployment, dist, counters)
+        .writeStream.format(KAFKA_FORMAT)
+        .options(**sink_options(deployment, dist.target))
+        .option("checkpointLocation", checkpoint_dir(deployment, dist))
+        .queryName(dist.name)
+        .trigger(processingTime=deployment.distributor.trigger_interval)
+        .start()
+    )

@@ -1,0 +1,30 @@
+"""Checks before any distributor starts, on the driver: every cluster answers, and every
+distributed topic of a source exists on its target with at least as many partitions
+(copies keep the partition number)."""
+
+from __future__ import annotations
+
+from treedist.config import Deployment
+from treedist.kafka import TopicMissing, admin_client, partition_counts
+
+
+def preflight(deployment: Deployment) -> dict[str, dict[str, int]]:
+    """Return cluster -> distributed topic -> partitions; raise naming the cluster or topic."""
+    counts = {
+        name: partition_counts(name, admin_client(cluster.client_config()), deployment.topics.matches)
+        for name, cluster in deployment.clusters.items()
+    }
+    problems = []
+    for dist in deployment.topology().all_distributors():
+        source, target = counts[dist.cluster], counts[dist.target]
+        for topic, partitions in sorted(source.items()):
+            have = target.get(topic)
+            if have is None:
+                problems.append(f"topic {topic!r} exists on {dist.cluster!r} but not on its target {dist.target!r}")
+            elif have < partitions:
+                problems.append(
+                    f"topic {topic!r} has {partitions} partitions on {dist.cluster!r} but {have} on its target {dist.target!r}"
+                )
+    if problems:
+        raise TopicMissing("; ".join(sorted(set(problems))))
+    return counts
