@@ -9,7 +9,7 @@ from treedist.local.deployment import DEFAULT_TREE, local_deployment
 from treedist.pipeline.app import DistributionApp
 from treedist.verify import verify_topic
 
-from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_for_counts
+from tests.e2e.workload import create_topic_everywhere, produce_concurrently, produce_malformed_flags, wait_for_counts
 
 UNBALANCED_TREE = {
     "level": 3,
@@ -41,7 +41,8 @@ def test_concurrent_records_reach_every_cluster_exactly_once(spark, local_kafka,
     app = DistributionApp(deployment, spark)
     app.start()
     try:
-        total = produce_concurrently(bootstrap, unique_topic, PER_CLUSTER, PARTITIONS)
+        malformed = produce_malformed_flags(bootstrap["c1"], unique_topic, 5)
+        total = produce_concurrently(bootstrap, unique_topic, PER_CLUSTER, PARTITIONS) + malformed
         counts = wait_for_counts(bootstrap, unique_topic, total, timeout=240, check=app.check)
         progress = app.progress()
     finally:
@@ -56,3 +57,6 @@ def test_concurrent_records_reach_every_cluster_exactly_once(spark, local_kafka,
         ), cluster
     # copies per record = clusters - 1, summed over all distributors
     assert sum(p["copied"] for p in progress) == total * (len(clusters) - 1)
+    # malformed headers are counted by each distributor of the cluster they were produced on
+    c1_distributors = [p for p in progress if p["distributor"].startswith("c1-")]
+    assert sum(p["malformed"] for p in progress) == malformed * len(c1_distributors)

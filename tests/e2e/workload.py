@@ -70,3 +70,13 @@ def wait_for_counts(bootstrap: Mapping[str, str], topic: str, expected: int, tim
     finally:
         for c in consumers.values():
             c.close()
+
+
+def produce_malformed_flags(servers: str, topic: str, count: int, header: str = "treedist-copy-flags") -> int:
+    """Records whose copy-flag header is not a number: policy `copy` treats them as flags 0."""
+    producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "acks": "all"})
+    for i in range(count):
+        producer.produce(topic, key=b"bad-%d" % i, value=b"malformed flags", partition=0,
+                         headers=[(header, b"not-a-number")])
+    assert producer.flush(30) == 0
+    return count

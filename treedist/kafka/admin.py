@@ -34,9 +34,15 @@ def metadata(cluster: str, admin: AdminClient, attempts: int = 5, timeout: float
     raise AssertionError("unreachable")
 
 
-def partition_counts(cluster: str, admin: AdminClient, select: Callable[[str], bool] | None = None) -> dict[str, int]:
+def partition_counts(
+    cluster: str,
+    admin: AdminClient,
+    select: Callable[[str], bool] | None = None,
+    attempts: int = 5,
+    timeout: float = 5.0,
+) -> dict[str, int]:
     """topic -> partition count, for the topics `select` accepts (all when None)."""
-    md = metadata(cluster, admin)
+    md = metadata(cluster, admin, attempts=attempts, timeout=timeout)
     return {
         name: len(t.partitions)
         for name, t in md.topics.items()

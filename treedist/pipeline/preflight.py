@@ -8,10 +8,15 @@ from treedist.config import Deployment
 from treedist.kafka import TopicMissing, admin_client, partition_counts
 
 
-def preflight(deployment: Deployment) -> dict[str, dict[str, int]]:
-    """Return cluster -> distributed topic -> partitions; raise naming the cluster or topic."""
+def preflight(deployment: Deployment, attempts: int = 5, timeout: float = 5.0) -> dict[str, dict[str, int]]:
+    """Return cluster -> distributed topic -> partitions; raise naming the cluster or topic.
+
+    Each cluster gets `attempts` metadata requests of `timeout` seconds, with backoff.
+    """
     counts = {
-        name: partition_counts(name, admin_client(cluster.client_config()), deployment.topics.matches)
+        name: partition_counts(
+            name, admin_client(cluster.client_config()), deployment.topics.matches, attempts=attempts, timeout=timeout
+        )
         for name, cluster in deployment.clusters.items()
     }
     problems = []
