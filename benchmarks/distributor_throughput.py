@@ -253,12 +253,15 @@ class CpuProbe:
         self.start = self.snapshot()
 
     def end(self) -> dict:
-        stop = self.snapshot()
-        used = {k: round(stop.get(k, 0.0) - self.start.get(k, 0.0), 2) for k in stop if not k.startswith("_")}
+        return self.diff(self.start, self.snapshot())
+
+    @staticmethod
+    def diff(start: dict, stop: dict) -> dict:
+        used = {k: round(stop.get(k, 0.0) - start.get(k, 0.0), 2) for k in stop if not k.startswith("_")}
         used = {k: v for k, v in used.items() if v > 0.005}
-        busy = stop["_machine_busy"] - self.start["_machine_busy"]
+        busy = stop["_machine_busy"] - start["_machine_busy"]
         ncpu = os.cpu_count() or 1
-        wall = (stop["_machine_total"] - self.start["_machine_total"]) / ncpu
+        wall = (stop["_machine_total"] - start["_machine_total"]) / ncpu
         ours = sum(used.values())
         return {
             "cpu_seconds": dict(sorted(used.items(), key=lambda kv: -kv[1])),
@@ -700,15 +703,18 @@ def check_queries(handle: SparkHandle) -> None:
             raise BenchError(f"distributor query {q.name} stopped: {err if err is not None else 'no error reported'}")
 
 
-def run_treedist(args, clusters: LocalClusters, records: Records, started: dict, handle: SparkHandle) -> dict:
+def run_treedist(args, clusters: LocalClusters, records: Records, started: dict, handle: SparkHandle, probe: CpuProbe) -> dict:
     """Wait until dstb holds all N records, sampling the landing count; derive the rates."""
     n = len(records)
     monitor = LandingMonitor(clusters.bootstrap["dstb"], TOPIC, interval=args.sample_interval)
     monitor.start()
     deadline = time.monotonic() + args.case_timeout
     last_log = 0.0
+    cpu_at_first: dict | None = None
     try:
         while monitor.last < n:
+            if cpu_at_first is None and monitor.last > 0:
+                cpu_at_first = probe.snapshot()
             if monitor.error:
                 raise BenchError(f"landing monitor: {monitor.error}")
             check_queries(handle)
@@ -720,6 +726,7 @@ def run_treedist(args, clusters: LocalClusters, records: Records, started: dict,
             time.sleep(0.05)
     finally:
         monitor.stop()
+    cpu_at_done = probe.snapshot()
     samples = monitor.samples
     t0 = started["query_start_mono"]
     first = next((s for s in samples if s[1] > 0), None)
@@ -738,10 +745,21 @@ def run_treedist(args, clusters: LocalClusters, records: Records, started: dict,
         if c != prev:
             timeline.append([round(t - t0, 2), c])
             prev = c
+    steady_cpu = CpuProbe.diff(cpu_at_first, cpu_at_done) if cpu_at_first else None
+    if steady_cpu and steady_records:
+        steady_cpu["our_cpu_us_per_record"] = round(sum(steady_cpu["cpu_seconds"].values()) / steady_records * 1e6, 1)
+    batches = progress_rows(started["forward"])
+    warm = [b for b in batches[1:] if b.get("duration_ms")]
+    warm_rows = sum(b["rows"] for b in warm)
+    warm_ms = sum(b["duration_ms"].get("triggerExecution", 0) for b in warm)
     return {
         "status": "ok",
         "distributors_running": started["distributors"],
         "steady": steady,
+        "steady_cpu": steady_cpu,
+        "warm_batches": {"batches": len(warm), "rows": warm_rows, "seconds": round(warm_ms / 1000, 2),
+                         "records_per_s": round(warm_rows / (warm_ms / 1000), 1) if warm_ms else None,
+                         "note": "micro-batches after the first (warm Python workers): rows / sum of triggerExecution"},
         "steady_note": "records landing after the first observed landing / (time all landed - time of that first observation); "
         f"landing count sampled every {args.sample_interval}s from dstb high watermarks",
         "wall_from_query_start": rate_block(n, records.payload_bytes, wall_s),
@@ -749,7 +767,7 @@ def run_treedist(args, clusters: LocalClusters, records: Records, started: dict,
         "spark_session_s": round(started["session_s"], 2),
         "first_landing_after_query_start_s": [round(before_first[0] - t0, 2), round(first[0] - t0, 2)],
         "verified_on_target": landed,
-        "batches": progress_rows(started["forward"]),
+        "batches": batches,
         "landing_timeline": timeline if len(timeline) <= 400 else timeline[:: max(1, len(timeline) // 400)],
     }
 
@@ -945,6 +963,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             try:
                 out = fn()
                 cases[key] = {"status": "ok", **out, **probe.end()}
+                cases[key]["our_cpu_us_per_record"] = round(sum(cases[key]["cpu_seconds"].values()) / len(records) * 1e6, 1)
                 log(f"{label}: {json.dumps({k: out.get(k) for k in ('records_per_s', 'mb_per_s', 'seconds')})}")
             except Exception as err:
                 cases[key] = {"status": "error", "error": f"{type(err).__name__}: {err}", **probe.end()}
@@ -985,7 +1004,7 @@ def main(argv: Iterable[str] | None = None) -> int:
                 b_started = None
                 try:
                     b_started = start_treedist(args, clusters, tmp, handle, probe)
-                    out = run_treedist(args, clusters, records, b_started, handle)
+                    out = run_treedist(args, clusters, records, b_started, handle, probe)
                     cases["b_treedist"] = {**out, **probe.end()}
                     log(f"(b): steady {json.dumps(out['steady'])}; wall from query start "
                         f"{out['wall_from_query_start']['seconds']}s")
@@ -1025,6 +1044,10 @@ def main(argv: Iterable[str] | None = None) -> int:
             ratios["a_over_c"] = round(a / c, 3)
         if a and b_wall:
             ratios["b_wall_over_a"] = round(b_wall / a, 3)
+        a_cpu = (cases.get("a_loop") or {}).get("our_cpu_us_per_record")
+        b_cpu = ((cases.get("b_treedist") or {}).get("steady_cpu") or {}).get("our_cpu_us_per_record")
+        if a_cpu and b_cpu:
+            ratios["cpu_per_record_b_over_a"] = round(b_cpu / a_cpu, 2)
     except BaseException as err:
         result["errors"].append(f"run: {type(err).__name__}: {err}")
         log(f"run FAILED:\n{traceback.format_exc()}")

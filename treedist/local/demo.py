@@ -48,6 +48,8 @@ class DemoWorkload:
         for name, producer in self.producers.items():
             if producer.flush(30) > 0:
                 self._errors.append(f"cluster {name!r}: records still undelivered after 30 s")
+        # Drop the producers now: left alive, they would keep reconnecting to stopped clusters.
+        self.producers.clear()
         if self._errors:
             raise LocalClusterError("demo producer: " + "; ".join(self._errors[:5]))
 

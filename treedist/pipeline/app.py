@@ -47,7 +47,7 @@ class DistributionApp:
 
         Each query's source lives in a driver-side Python worker that must connect back to
         the JVM within Spark's fixed 10 s; spawning all of them at once on a small machine
-        misses that, so each query is started only after the previous one made progress.
+        misses that, so each query is started only after the previous one's sources are up.
         """
         preflight(self.deployment)
         try:
@@ -55,17 +55,19 @@ class DistributionApp:
                 counters = DistributorCounters.create(self.spark)
                 query = start_distributor(self.spark, self.deployment, dist, counters)
                 self.running[dist.name] = RunningDistributor(dist, counters, query)
-                self._await_first_progress(self.running[dist.name], startup_timeout)
+                self._await_sources(self.running[dist.name], startup_timeout)
         except Exception:
             self.stop()
             raise
 
-    def _await_first_progress(self, run: RunningDistributor, timeout: float) -> None:
+    def _await_sources(self, run: RunningDistributor, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while run.query.lastProgress is None and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if run.query.isActive and run.query.status.get("message") != "Initializing sources":
+                return
             if not run.query.isActive:
                 self.check()  # a failed start is restarted with backoff, within the bounds
-            time.sleep(0.2)
+            time.sleep(0.1)
 
     def check(self) -> None:
         """Restart failed queries (bounded, with backoff); raise once one has failed too often."""
@@ -111,8 +113,13 @@ class DistributionApp:
                 return False
         return True
 
-    def stop(self) -> None:
+    def stop(self, settle_seconds: float = 10.0) -> None:
+        """Stop every query; first give in-flight batches up to `settle_seconds` to finish, so
+        a normal stop interrupts no task (an interrupted batch is replayed on restart anyway)."""
+        deadline = time.monotonic() + settle_seconds
         for run in self.running.values():
+            while time.monotonic() < deadline and run.query.isActive and run.query.status.get("isTriggerActive"):
+                time.sleep(0.05)
             try:
                 if run.query.isActive:
                     run.query.stop()

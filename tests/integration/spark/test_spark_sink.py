@@ -19,9 +19,7 @@ def _copy(spark, src, dst, source_topic, checkpoint, **sink_options):
     )
     for key, value in sink_options.items():
         writer = writer.option(key, value)
-    query = writer.start()
-    query.awaitTermination(300)
-    return query
+    return writer.start()
 
 
 def test_sink_preserves_partition_key_headers_timestamp(spark, local_kafka, unique_topic, kafka_io, tmp_path):
@@ -31,6 +29,7 @@ def test_sink_preserves_partition_key_headers_timestamp(spark, local_kafka, uniq
     kafka_io.produce(src, unique_topic, sample_records(3, 40))
 
     query = _copy(spark, src, dst, unique_topic, tmp_path / "cp")  # target named by the topic column
+    query.awaitTermination(300)
     assert query.exception() is None
 
     assert kafka_io.read_all(dst, unique_topic) == kafka_io.read_all(src, unique_topic)
@@ -45,7 +44,7 @@ def test_sink_to_a_missing_partition_fails_naming_topic_and_partition(spark, loc
 
     query = _copy(spark, src, dst, unique_topic, tmp_path / "cp", topic=target)
     with pytest.raises(StreamingQueryException, match=rf"KafkaSinkError: target topic '{target}' has 1 partitions; partition [12] does not exist"):
-        query.awaitTermination(1)
+        query.awaitTermination(300)
     assert kafka_io.read_all(dst, target) == [] or all(p == 0 for p, _, _ in kafka_io.read_all(dst, target))
 
 
@@ -56,4 +55,4 @@ def test_sink_to_a_missing_topic_fails_naming_it(spark, local_kafka, unique_topi
 
     query = _copy(spark, src, dst, unique_topic, tmp_path / "cp", topic=f"{unique_topic}-absent")
     with pytest.raises(StreamingQueryException, match=rf"target topic '{unique_topic}-absent' does not exist"):
-        query.awaitTermination(1)
+        query.awaitTermination(300)
