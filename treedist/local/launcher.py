@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -39,14 +38,19 @@ class LocalBroker:
 
 
 def noida_binary() -> str:
-    """The noida-db executable: next to this Python (a venv's bin) or on PATH."""
-    candidate = Path(sys.executable).parent / "noida-db"
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which("noida-db")
-    if not found:
-        raise LocalClusterError("noida-db is not installed (pip install noida-db)")
-    return found
+    """The broker executable shipped inside the noida-db package.
+
+    Not the `noida-db` console script: that is a Python wrapper which does not pass SIGTERM
+    on, so stopping its PID would orphan the broker. Started directly, PID = broker.
+    """
+    try:
+        import noida_db
+    except ImportError:
+        raise LocalClusterError("noida-db is not installed (pip install noida-db)") from None
+    binary = Path(noida_db.__file__).parent / "noida-db"
+    if not binary.exists():
+        raise LocalClusterError(f"noida-db package has no broker binary at {binary}")
+    return str(binary)
 
 
 def free_port() -> int:
@@ -107,16 +111,26 @@ def pid_alive(pid: int) -> bool:
 
 
 def stop_pid(pid: int, grace: float = 5.0) -> None:
-    """SIGTERM the PID, SIGKILL it after `grace` seconds; never by name."""
+    """SIGTERM the process group we started as `pid` (start_new_session made it a group
+    leader), SIGKILL it after `grace` seconds; never by name."""
     if not pid_alive(pid):
         return
-    os.kill(pid, signal.SIGTERM)
+    _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         if not pid_alive(pid):
             return
         time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
+    _signal_group(pid, signal.SIGKILL)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        return
+    except PermissionError:  # not a group we lead: signal the process alone
+        os.kill(pid, sig)
 
 
 class LocalClusters:
@@ -181,7 +195,7 @@ class LocalClusters:
 
     def kill(self, name: str) -> None:
         """SIGKILL one broker (for failure tests); `restart` brings it back on the same port."""
-        os.kill(self.brokers[name].pid, signal.SIGKILL)
+        _signal_group(self.brokers[name].pid, signal.SIGKILL)
         while pid_alive(self.brokers[name].pid):
             time.sleep(0.02)
 
