@@ -13,7 +13,9 @@ over P partitions of topic `bench` on cluster `src`):
   (c) produce   produce-only capacity: one process producing N records of the same shape
                 into a fresh broker (dstc), same producer settings as (a);
 
-then, with the distributor's query still running (warm), a latency phase: records produced on
+plus a stage profile (CPU per record of each Python step of the distributor, run outside
+Spark, to show where the time goes); then, with the distributor's query still running
+(warm), a latency phase: records produced on
 src/bench-lat at a fixed rate with CreateTime = now; a consumer on dstb/bench-lat records
 arrival time - record timestamp (the distributor keeps timestamps); p50/p99 in ms.
 
@@ -51,7 +53,7 @@ REPO = Path(__file__).resolve().parent.parent
 if importlib.util.find_spec("treedist") is None:  # not installed: use this checkout
     sys.path.insert(0, str(REPO))
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 
 from treedist.kafka import admin_client, ensure_topics  # noqa: E402
 from treedist.local import LocalClusters, stop_pid  # noqa: E402
@@ -152,7 +154,7 @@ def machine_info() -> dict:
         "java": java,
         "pyspark": version("pyspark"),
         "pyarrow": version("pyarrow"),
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": getattr(confluent_kafka, "__version__", None) or str(confluent_kafka.version()),
         "librdkafka": confluent_kafka.libversion()[0],
         "noida_db": noida,
         "loadavg_at_start": [float(x) for x in _read("/proc/loadavg").split()[:3]],
@@ -268,6 +270,7 @@ class CpuProbe:
             "machine_busy_cpu_seconds": round(busy, 2),
             "machine_capacity_cpu_seconds": round(wall * ncpu, 2),
             "other_processes_cpu_seconds": round(max(0.0, busy - ours), 2),
+            "machine_busy_fraction": round(busy / (wall * ncpu), 2) if wall > 0 else None,
         }
 
 
@@ -745,6 +748,11 @@ def run_treedist(args, clusters: LocalClusters, records: Records, started: dict,
         if c != prev:
             timeline.append([round(t - t0, 2), c])
             prev = c
+    # Records land before their batch commits: wait (bounded) for the progress of every batch.
+    settle = time.monotonic() + 60
+    while sum(b["rows"] for b in progress_rows(started["forward"])) < n and time.monotonic() < settle:
+        check_queries(handle)
+        time.sleep(0.2)
     steady_cpu = CpuProbe.diff(cpu_at_first, cpu_at_done) if cpu_at_first else None
     if steady_cpu and steady_records:
         steady_cpu["our_cpu_us_per_record"] = round(sum(steady_cpu["cpu_seconds"].values()) / steady_records * 1e6, 1)
@@ -761,7 +769,9 @@ def run_treedist(args, clusters: LocalClusters, records: Records, started: dict,
                          "records_per_s": round(warm_rows / (warm_ms / 1000), 1) if warm_ms else None,
                          "note": "micro-batches after the first (warm Python workers): rows / sum of triggerExecution"},
         "steady_note": "records landing after the first observed landing / (time all landed - time of that first observation); "
-        f"landing count sampled every {args.sample_interval}s from dstb high watermarks",
+        f"landing count sampled every {args.sample_interval}s from dstb high watermarks"
+        + ("; WARNING: --records <= --max-records-per-trigger, so this window lies inside the first micro-batch"
+           if n <= args.max_records_per_trigger else ""),
         "wall_from_query_start": rate_block(n, records.payload_bytes, wall_s),
         "wall_including_spark_session": rate_block(n, records.payload_bytes, wall_s + started["session_s"]),
         "spark_session_s": round(started["session_s"], 2),

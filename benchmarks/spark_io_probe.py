@@ -85,7 +85,9 @@ def baseline(src: str, dst: str, topic: str, target: str, partitions: int, recor
     """Single process: consume every partition from 0, produce each record to the same partition."""
     c = Consumer({"bootstrap.servers": src, "group.id": "baseline", "enable.auto.commit": False,
                   "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 10 << 20,
-                  "queued.max.messages.kbytes": 262144})
+                  "queued.max.messages.kbytes": 262144,
+                  # noida-db answers a fetch with all it has: allow big responses
+                  "receive.message.max.bytes": 1_000_000_000})
     errors: list = []
     p = Producer({"bootstrap.servers": dst, "enable.idempotence": True, "acks": "all", "linger.ms": 20,
                   "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
@@ -95,8 +97,14 @@ def baseline(src: str, dst: str, topic: str, target: str, partitions: int, recor
     t0 = time.perf_counter()
     done = 0
     produce = p.produce
+    last_progress = time.monotonic()
     while done < records:
-        for m in c.consume(20_000, 1.0):
+        if time.monotonic() - last_progress > 60:
+            raise RuntimeError(f"baseline stalled at {done} records")
+        messages = c.consume(20_000, 1.0)
+        if messages:
+            last_progress = time.monotonic()
+        for m in messages:
             if m.error():
                 continue
             try:
@@ -157,11 +165,12 @@ def main() -> None:
             create_topic(bootstrap, topic, parts)
         fill(src, "warm", parts, 2_000, args.value_bytes)
         rate = fill(src, "bench", parts, n, args.value_bytes)
+        print(f"load average before: {os.getloadavg()[0]:.1f}", flush=True)
         print(f"filled {n:,} records of {args.value_bytes} B in {parts} partitions at {rate:,.0f}/s")
 
         if not args.skip_baseline:
             rate = baseline(src, dst, "bench", "baseline-copy", parts, n)
-            print(f"baseline consume->produce (1 process): {rate:,.0f} rows/s")
+            print(f"baseline consume->produce (1 process): {rate:,.0f} rows/s", flush=True)
 
         from treedist.spark.session import build_session
 
@@ -179,11 +188,12 @@ def main() -> None:
             elapsed, rows, progress = run_query(spark, src, "bench", sink, opts, str(work / f"cp-{sink}"))
             batch_ms = sum(p["durationMs"].get("triggerExecution", 0) for p in progress if p["numInputRows"])
             print(f"{name}: {rows:,} rows in {elapsed:.1f}s = {rows / elapsed:,.0f} rows/s "
-                  f"(batch time only: {rows / max(batch_ms, 1) * 1000:,.0f} rows/s)")
+                  f"(batch time only: {rows / max(batch_ms, 1) * 1000:,.0f} rows/s)", flush=True)
             if target:
                 copied = total_records(dst, target, parts)
                 assert copied == n, f"{target}: {copied} records, expected {n}"
         spark.stop()
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
     finally:
         for proc in brokers:
             proc.send_signal(signal.SIGTERM)
@@ -197,4 +207,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # SIGTERM (e.g. from `timeout`) unwinds through main's `finally`, which stops the brokers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     main()

@@ -22,12 +22,9 @@ import pyarrow.compute as pc
 
 from treedist.pipeline.errors import MalformedFlagsError, OversizedRecord
 from treedist.topology.flags import MalformedFlags, MalformedFlagsPolicy, encode_flags, parse_flags
-from treedist.topology.origin import Origin
 
 log = logging.getLogger(__name__)
 MAX_LOGGED_PER_BATCH = 20
-
-OUTPUT_COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
 
 
 @dataclass
@@ -73,8 +70,13 @@ class CopyStep:
         rows = np.nonzero(selected)[0]
         stats.copied = int(rows.size)
         new_headers = self._rebuild_headers(batch, headers.type, flat, parent, is_flag, is_origin, flags, rows)
-        out = batch.select(OUTPUT_COLUMNS[:-1]).take(pa.array(rows, pa.int64()))
-        return pa.RecordBatch.from_arrays([*out.columns, new_headers], schema=out.schema.append(batch.schema.field("headers"))), stats
+        # Same schema out as in: the copies are rows of the source, with new headers.
+        take = pa.array(rows, pa.int64())
+        columns = [
+            new_headers if name == "headers" else batch.column(i).take(take)
+            for i, name in enumerate(batch.schema.names)
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=batch.schema), stats
 
     # 1. parse
     def _flags(self, n: int, parent: np.ndarray, is_flag: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +170,7 @@ class CopyStep:
                 pa.concat_arrays([
                     flat.field("value").take(pa.array(kept)).cast(entry_type.field("value").type),
                     pa.array(flag_values, entry_type.field("value").type),
-                    pa.array(origin_values, entry_type.field("value").type),
+                    origin_values.cast(entry_type.field("value").type),
                 ]),
             ],
             fields=list(entry_type),
@@ -178,14 +180,18 @@ class CopyStep:
         return pa.ListArray.from_arrays(pa.array(offsets, offset_type), entries, type=list_type) if offset_type == pa.int32() \
             else pa.LargeListArray.from_arrays(pa.array(offsets, offset_type), entries, type=list_type)
 
-    def _origins(self, batch: pa.RecordBatch, rows: np.ndarray) -> list[bytes]:
-        if rows.size == 0:
-            return []
-        take = pa.array(rows)
-        topics = batch.column("topic").take(take).to_pylist()
-        partitions = batch.column("partition").take(take).to_pylist()
-        offsets = batch.column("offset").take(take).to_pylist()
-        return [Origin(self.cluster, t, p, o).encode() for t, p, o in zip(topics, partitions, offsets)]
+    def _origins(self, batch: pa.RecordBatch, rows: np.ndarray) -> pa.Array:
+        """Origin header values (the `Origin.encode` format), built column-wise."""
+        take = pa.array(rows, pa.int64())
+        cluster = pa.array([self.cluster] * rows.size, pa.string())
+        joined = pc.binary_join_element_wise(
+            cluster,
+            batch.column("topic").take(take),
+            batch.column("partition").take(take).cast(pa.string()),
+            batch.column("offset").take(take).cast(pa.string()),
+            "/",
+        )
+        return joined.cast(pa.binary())
 
     def _describe(self, batch: pa.RecordBatch, i: int) -> str:
         topic = batch.column("topic")[i].as_py()

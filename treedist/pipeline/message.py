@@ -1,9 +1,10 @@
 """The message distributor: one Spark streaming query per (cluster, level).
 
-Built on the driver; the copy step runs in executors inside mapInArrow. Data path:
+Built on the driver; the copy step runs in executors, inside the source's read(). Data path:
   treedist-kafka source on the distributor's cluster (selected topics, offsets in the
-  checkpoint) -> CopyStep (rule, flag bit, origin header) -> treedist-kafka sink on the target
-  (same topic name and partition; idempotent producer, acks=all).
+  checkpoint) with the CopyStep (rule, flag bit, origin header) applied inside its read()
+  -> treedist-kafka sink on the target (same topic name and partition; idempotent
+  producer, acks=all).
 Delivery: at least once. A batch is committed to the checkpoint only after every record of
 it was acknowledged by the target; a crash between the two replays the batch, so a restart
 may duplicate (verify reports duplicates) but never loses a record.
@@ -13,21 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
-
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from treedist.config import Deployment
 from treedist.pipeline.copy_step import CopyStep
+from treedist.pipeline.distributor_source import register_distributor_source
 from treedist.topology import Distributor
 
 KAFKA_FORMAT = "treedist-kafka"
-SINK_SCHEMA = (
-    "key binary, value binary, topic string, partition int, timestamp timestamp, "
-    "headers array<struct<key: string, value: binary>>"
-)
 
 
 def kafka_options(client_config: dict[str, object]) -> dict[str, str]:
@@ -92,22 +87,14 @@ def checkpoint_dir(deployment: Deployment, dist: Distributor) -> str:
 
 
 def build_stream(spark: SparkSession, deployment: Deployment, dist: Distributor, counters: DistributorCounters) -> DataFrame:
-    step = copy_step_for(deployment, dist)
-    records_in, copied, malformed = counters.records_in, counters.copied, counters.malformed
-
-    def copy_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # Runs in executors.
-        for batch in batches:
-            out, stats = step.apply(batch)
-            records_in.add(stats.records_in)
-            copied.add(stats.copied)
-            if stats.malformed:
-                malformed.add(stats.malformed)
-            if out.num_rows:
-                yield out
-
-    source = spark.readStream.format(KAFKA_FORMAT).options(**source_options(deployment, dist.cluster)).load()
-    return source.mapInArrow(copy_batches, SINK_SCHEMA)
+    """The copies a distributor writes: its source with the copy step applied in `read()`."""
+    format_name = register_distributor_source(
+        spark,
+        f"treedist-distributor-{dist.name}",
+        copy_step_for(deployment, dist),
+        (counters.records_in, counters.copied, counters.malformed),
+    )
+    return spark.readStream.format(format_name).options(**source_options(deployment, dist.cluster)).load()
 
 
 def start_distributor(spark: SparkSession, deployment: Deployment, dist: Distributor, counters: DistributorCounters) -> StreamingQuery:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from itertools import chain
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -88,20 +89,20 @@ def _records(messages: Sequence[Message], rng: OffsetRange) -> tuple[list[Messag
 def messages_to_batch(records: Sequence[Message], topic: str, partition: int) -> pa.RecordBatch:
     """Column-wise Arrow conversion of consumed records of one topic-partition."""
     n = len(records)
-    ts_types, ts_ms = zip(*map(Message.timestamp, records))
-    ts_types_np = np.asarray(ts_types, dtype=np.int32)
-    ts_missing = ts_types_np == 0
+    stamps = np.fromiter(chain.from_iterable(map(Message.timestamp, records)), np.int64, 2 * n).reshape(n, 2)
+    ts_types = stamps[:, 0].astype(np.int32)
+    ts_missing = ts_types == 0
     columns = [
         pa.array(list(map(Message.key, records)), pa.binary()),
         pa.array(list(map(Message.value, records)), pa.binary()),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array(list(map(Message.offset, records)), pa.int64()),
+        pa.array(np.fromiter(map(Message.offset, records), np.int64, n)),
         pa.array(
-            np.asarray(ts_ms, dtype=np.int64) * 1000, _TS_TYPE, mask=ts_missing if ts_missing.any() else None
+            stamps[:, 1] * 1000, _TS_TYPE, mask=ts_missing if ts_missing.any() else None
         ),
         # librdkafka: 0 none, 1 CreateTime, 2 LogAppendTime; Kafka's ids are one lower.
-        pa.array(ts_types_np - 1, pa.int32()),
+        pa.array(ts_types - 1, pa.int32()),
         headers_array(list(map(Message.headers, records))),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=KAFKA_ARROW_SCHEMA)

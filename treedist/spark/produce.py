@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import KafkaError, Producer
@@ -212,20 +213,22 @@ def _timestamps_ms(column: pa.Array | None, n: int) -> list[int]:
 
 
 def _headers(column: pa.Array | None, n: int) -> list[list[tuple[str, bytes | None]] | None]:
-    """Per-row header lists as (key, value) tuples; None for a null or empty list."""
+    """Per-row header lists of (key, value) tuples; None for a null or empty list."""
     if column is None or column.null_count == n:
         return [None] * n
-    # `.values` ignores slicing and `.offsets` index into it, so they are used together.
-    keys = column.values.field("key").to_pylist()
-    values = column.values.field("value").to_pylist()
-    offsets = column.offsets.to_pylist()
-    valid = column.is_valid().to_pylist()
-    return [
-        list(zip(keys[offsets[i] : offsets[i + 1]], values[offsets[i] : offsets[i + 1]]))
-        if valid[i] and offsets[i + 1] > offsets[i]
-        else None
-        for i in range(n)
-    ]
+    offsets = column.offsets.to_numpy()
+    # `.values` ignores the array's slicing; `offsets` index into it.
+    first, last = int(offsets[0]), int(offsets[-1])
+    items = column.values.slice(first, last - first)
+    pairs = list(zip(items.field("key").to_pylist(), items.field("value").to_pylist()))
+    counts = np.diff(offsets).tolist()
+    valid = column.is_valid().to_pylist() if column.null_count else None
+    out: list[list[tuple[str, bytes | None]] | None] = []
+    j = 0
+    for i, count in enumerate(counts):
+        out.append(pairs[j : j + count] if count and (valid is None or valid[i]) else None)
+        j += count
+    return out
 
 
 def _nbytes(column: pa.Array | None) -> int:

@@ -43,7 +43,7 @@ def reference(step: CopyStep, rows: list[dict]) -> list[dict]:
         new = [h for h in headers if h["key"] != FLAGS] + [{"key": FLAGS, "value": encode_flags(flags | step.bit)}]
         if not any(h["key"] == ORIGIN for h in headers):
             new.append({"key": ORIGIN, "value": f"{step.cluster}/{r['topic']}/{r['partition']}/{r['offset']}".encode()})
-        out.append({k: r[k] for k in ("key", "value", "topic", "partition", "timestamp")} | {"headers": new})
+        out.append(r | {"headers": new})
     return out
 
 
