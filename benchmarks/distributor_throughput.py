@@ -9,7 +9,8 @@ over P partitions of topic `bench` on cluster `src`):
                 idempotent producer, acks=all);
   (b) treedist  the treedist distributor src -> dstb (a 2-cluster deployment, tree
                 {level: 1, children: [src, dstb]}) copying src/bench, run as a PySpark
-                Structured Streaming query; throughput measured where the records land;
+                Structured Streaming query in `--mode` (distributor.mode: fused or
+                source-sink); throughput measured where the records land;
   (c) produce   produce-only capacity: one process producing N records of the same shape
                 into a fresh broker (dstc), same producer settings as (a);
 
@@ -158,6 +159,29 @@ def machine_info() -> dict:
         "librdkafka": confluent_kafka.libversion()[0],
         "noida_db": noida,
         "loadavg_at_start": [float(x) for x in _read("/proc/loadavg").split()[:3]],
+    }
+
+
+def code_info() -> dict:
+    """The code measured: git HEAD and the uncommitted changes under treedist/ and to this
+    script (files and a digest), since the working tree may change between runs."""
+    import hashlib
+
+    def git(*argv: str) -> str:
+        try:
+            return subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True, timeout=20).stdout
+        except Exception:
+            return ""
+
+    diff = git("diff", "HEAD", "--", "treedist", "benchmarks/distributor_throughput.py")
+    untracked = git("ls-files", "--others", "--exclude-standard", "--", "treedist").split()
+    digest = hashlib.sha1(diff.encode())
+    for name in sorted(untracked):
+        digest.update(name.encode() + (REPO / name).read_bytes())
+    return {
+        "git_head": git("rev-parse", "--short", "HEAD").strip() or None,
+        "changed_files": git("diff", "HEAD", "--name-only", "--", "treedist").split() + untracked,
+        "changes_sha1": digest.hexdigest()[:12],
     }
 
 
@@ -516,7 +540,8 @@ def run_stage_profile(src: str, dst: str, n_max: int, partitions: int) -> dict:
         "distributor_python_us_per_record": round(sum(per.get(k, 0.0) for k in distributor_keys), 2),
         "loop_us_per_record": round(per["source_consume"] + per["loop_produce_and_flush"], 2),
         "note": "the distributor sum excludes Spark: JVM work and the Arrow transfers between the JVM and the "
-        "three Python workers (read, mapInArrow, write) of every task",
+        "Python workers of every task (source-sink mode: the source's read and the sink's write; fused mode: "
+        "read only, no JVM transfer of the records)",
     }
     if errors:
         out["errors"] = errors
@@ -623,6 +648,28 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
+def _offsets(value) -> dict:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def batch_records(progress: dict) -> int:
+    """Records a micro-batch read: sum of (end - start) offsets over its source's partitions
+    (a partition missing from the start, as in batch 0, starts at 0: the topics are fresh).
+    In the fused mode `numInputRows` counts summary rows (one per task), not records."""
+    total = 0
+    for source in progress.get("sources") or []:
+        start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
+        for topic, parts in end.items():
+            for part, offset in (parts or {}).items():
+                total += int(offset) - int((start.get(topic) or {}).get(part, 0))
+    return total
+
+
 def progress_rows(query) -> list[dict]:
     rows = []
     for p in query.recentProgress:
@@ -632,6 +679,7 @@ def progress_rows(query) -> list[dict]:
         rows.append(
             {
                 "batch": d.get("batchId"),
+                "records": batch_records(d),
                 "rows": d.get("numInputRows"),
                 "processed_rows_per_s": round(d.get("processedRowsPerSecond") or 0.0, 1),
                 "duration_ms": d.get("durationMs"),
@@ -651,10 +699,15 @@ def start_treedist(args, clusters: LocalClusters, tmp: Path, handle: SparkHandle
         topics=[TOPIC, LATENCY_TOPIC],
         tree={"level": 1, "children": ["src", "dstb"]},
         checkpoint_location=str(tmp / "checkpoints"),
-        distributor={"max_records_per_trigger": args.max_records_per_trigger, "trigger_interval": args.trigger_interval},
+        distributor={
+            "max_records_per_trigger": args.max_records_per_trigger,
+            "trigger_interval": args.trigger_interval,
+            **({"mode": args.mode} if args.mode else {}),
+        },
         spark={"master": args.master, "app_name": "treedist-bench", "conf": spark_conf(args)},
     )
     deployment = parse_deployment(spec, source="<benchmark>")
+    log(f"(b) distributor.mode = {deployment.distributor.mode}")
 
     from treedist.spark.session import build_session
 
@@ -686,7 +739,8 @@ def start_treedist(args, clusters: LocalClusters, tmp: Path, handle: SparkHandle
         dist = next(d for d in deployment.topology().all_distributors() if d.cluster == "src")
         forward = start_distributor(spark, deployment, dist, DistributorCounters.create(spark))
         handle.queries = [forward]
-    return {"session_s": session_s, "query_start_mono": t, "forward": forward, "distributors": [q.name for q in handle.queries]}
+    return {"session_s": session_s, "query_start_mono": t, "forward": forward, "distributors": [q.name for q in handle.queries],
+            "mode": deployment.distributor.mode}
 
 
 def spark_conf(args) -> dict[str, str]:
@@ -750,7 +804,7 @@ def run_treedist(args, clusters: LocalClusters, records: Records, started: dict,
             prev = c
     # Records land before their batch commits: wait (bounded) for the progress of every batch.
     settle = time.monotonic() + 60
-    while sum(b["rows"] for b in progress_rows(started["forward"])) < n and time.monotonic() < settle:
+    while sum(b["records"] for b in progress_rows(started["forward"])) < n and time.monotonic() < settle:
         check_queries(handle)
         time.sleep(0.2)
     steady_cpu = CpuProbe.diff(cpu_at_first, cpu_at_done) if cpu_at_first else None
@@ -758,16 +812,18 @@ def run_treedist(args, clusters: LocalClusters, records: Records, started: dict,
         steady_cpu["our_cpu_us_per_record"] = round(sum(steady_cpu["cpu_seconds"].values()) / steady_records * 1e6, 1)
     batches = progress_rows(started["forward"])
     warm = [b for b in batches[1:] if b.get("duration_ms")]
-    warm_rows = sum(b["rows"] for b in warm)
+    warm_rows = sum(b["records"] for b in warm)
     warm_ms = sum(b["duration_ms"].get("triggerExecution", 0) for b in warm)
     return {
         "status": "ok",
         "distributors_running": started["distributors"],
+        "mode": started["mode"],
         "steady": steady,
         "steady_cpu": steady_cpu,
-        "warm_batches": {"batches": len(warm), "rows": warm_rows, "seconds": round(warm_ms / 1000, 2),
+        "warm_batches": {"batches": len(warm), "records": warm_rows, "seconds": round(warm_ms / 1000, 2),
                          "records_per_s": round(warm_rows / (warm_ms / 1000), 1) if warm_ms else None,
-                         "note": "micro-batches after the first (warm Python workers): rows / sum of triggerExecution"},
+                         "note": "micro-batches after the first (warm Python workers): records read (planned "
+                         "offsets) / sum of triggerExecution"},
         "steady_note": "records landing after the first observed landing / (time all landed - time of that first observation); "
         f"landing count sampled every {args.sample_interval}s from dstb high watermarks"
         + ("; WARNING: --records <= --max-records-per-trigger, so this window lies inside the first micro-batch"
@@ -897,6 +953,8 @@ def parse_args(argv: Iterable[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default="local[2]", help="Spark master for (b)")
     p.add_argument("--max-records-per-trigger", type=int, default=200_000)
     p.add_argument("--trigger-interval", default="1 second", help="distributor.trigger_interval")
+    p.add_argument("--mode", choices=["fused", "source-sink"], default=None,
+                   help="distributor.mode of (b); default: the deployment's default")
     p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Spark setting for the deployment's spark.conf (repeatable), e.g. "
                    "spark.driver.extraJavaOptions=-XX:+UseParallelGC")
@@ -927,10 +985,11 @@ def main(argv: Iterable[str] | None = None) -> int:
         "label": args.label,
         "started_at": started_at.isoformat(timespec="seconds"),
         "machine": machine_info(),
+        "code": code_info(),
         "config": {
             "records": args.records, "partitions": args.partitions, "value_bytes": args.value_bytes,
             "spark_master": args.master, "max_records_per_trigger": args.max_records_per_trigger,
-            "trigger_interval": args.trigger_interval, "spark_conf": dict(item.partition("=")[::2] for item in args.spark_conf),
+            "trigger_interval": args.trigger_interval, "mode": args.mode or "(deployment default)", "spark_conf": dict(item.partition("=")[::2] for item in args.spark_conf),
             "distributors": "both (DistributionApp)" if args.both_directions else "src->dstb only",
             "producer": PRODUCER_CONF, "loop_consumer": CONSUMER_CONF,
         },

@@ -151,6 +151,7 @@ def main() -> None:
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--master", default="local[2,4]")
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="spark-io-probe-"))
@@ -175,7 +176,8 @@ def main() -> None:
         from treedist.spark.session import build_session
 
         t0 = time.perf_counter()
-        spark = build_session(master=args.master, app_name="spark-io-probe")
+        conf = dict(item.split("=", 1) for item in args.conf)
+        spark = build_session(master=args.master, app_name="spark-io-probe", conf=conf)
         print(f"session: {time.perf_counter() - t0:.1f}s")
         sink_opts = {"kafka.bootstrap.servers": dst}
         elapsed, _, _ = run_query(spark, src, "warm", "treedist-kafka", {**sink_opts, "topic": "warm-copy"}, str(work / "cp-warm"))

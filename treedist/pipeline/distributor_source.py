@@ -8,6 +8,10 @@ Each distributor registers a subclass under its own format name, carrying its Co
 its Spark accumulators as class attributes (the registered class is pickled into the
 driver-side planner worker and from there into executors; accumulator updates made in
 `read()` flow back to the driver at task end).
+
+This is the reader of the `source-sink` mode (its copies go to the `treedist-kafka` sink);
+`treedist.pipeline.fused_source` extends it for the `fused` mode (it produces the copies
+itself). Both share `copies()`, so the copy step and the accumulators behave alike.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from treedist.pipeline.copy_step import CopyStep
+from treedist.pipeline.copy_step import CopyStep, StepStats
 from treedist.spark.datasource import KafkaDataSource
 from treedist.spark.options import SourceOptions
 from treedist.spark.source import KafkaStreamReader
@@ -35,8 +39,11 @@ class DistributorStreamReader(KafkaStreamReader):
         self.step = step
         self.counters = counters
 
-    def read(self, partition) -> Iterator[pa.RecordBatch]:
-        """Executor: replay the range, apply the copy step per Arrow batch, count."""
+    def copies(self, partition) -> Iterator[tuple[pa.RecordBatch, StepStats]]:
+        """Executor: replay the range, apply the copy step per Arrow batch, count.
+
+        Yields (copies, stats) for every batch read, also when it has no copies.
+        """
         records_in, copied, malformed = self.counters
         for batch in super().read(partition):
             out, stats = self.step.apply(batch)
@@ -44,6 +51,11 @@ class DistributorStreamReader(KafkaStreamReader):
             copied.add(stats.copied)
             if stats.malformed:
                 malformed.add(stats.malformed)
+            yield out, stats
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        """Executor: the copies of one offset range, as Arrow batches for the sink."""
+        for out, _stats in self.copies(partition):
             if out.num_rows:
                 yield out
 

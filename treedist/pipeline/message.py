@@ -1,13 +1,20 @@
 """The message distributor: one Spark streaming query per (cluster, level).
 
-Built on the driver; the copy step runs in executors, inside the source's read(). Data path:
-  treedist-kafka source on the distributor's cluster (selected topics, offsets in the
-  checkpoint) with the CopyStep (rule, flag bit, origin header) applied inside its read()
-  -> treedist-kafka sink on the target (same topic name and partition; idempotent
-  producer, acks=all).
-Delivery: at least once. A batch is committed to the checkpoint only after every record of
-it was acknowledged by the target; a crash between the two replays the batch, so a restart
-may duplicate (verify reports duplicates) but never loses a record.
+Built on the driver; the copy step runs in executors, inside the source's read(). Two modes
+(`distributor.mode`, same checkpoint layout, so a distributor can switch between them):
+
+- `fused` (`treedist.pipeline.fused_source`): the source's read() replays its offset range,
+  applies the CopyStep (rule, flag bit, origin header) and produces the copies to the target
+  itself (the sink's BatchProducer: same topic name and partition; idempotent producer,
+  acks=all), flushes and verifies every delivery, then yields one summary row per task;
+  the query writes those rows to Spark's `noop` sink. Records never cross into the JVM.
+- `source-sink`: treedist-kafka source on the distributor's cluster with the CopyStep applied
+  inside its read() -> the copies as Arrow batches through the JVM -> treedist-kafka sink on
+  the target (same producer, same settings).
+
+Delivery (both modes): at least once. A batch is committed to the checkpoint only after every
+record of it was acknowledged by the target; a crash between the two replays the batch, so a
+restart may duplicate (verify reports duplicates) but never loses a record.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from pyspark.sql.streaming import StreamingQuery
 from treedist.config import Deployment
 from treedist.pipeline.copy_step import CopyStep
 from treedist.pipeline.distributor_source import register_distributor_source
+from treedist.pipeline.fused_source import register_fused_source
+from treedist.spark.options import SinkOptions
 from treedist.topology import Distributor
 
 KAFKA_FORMAT = "treedist-kafka"
@@ -87,7 +96,7 @@ def checkpoint_dir(deployment: Deployment, dist: Distributor) -> str:
 
 
 def build_stream(spark: SparkSession, deployment: Deployment, dist: Distributor, counters: DistributorCounters) -> DataFrame:
-    """The copies a distributor writes: its source with the copy step applied in `read()`."""
+    """Source-sink mode: the copies, its source with the copy step applied in `read()`."""
     format_name = register_distributor_source(
         spark,
         f"treedist-distributor-{dist.name}",
@@ -97,13 +106,34 @@ def build_stream(spark: SparkSession, deployment: Deployment, dist: Distributor,
     return spark.readStream.format(format_name).options(**source_options(deployment, dist.cluster)).load()
 
 
+def build_fused_stream(spark: SparkSession, deployment: Deployment, dist: Distributor, counters: DistributorCounters) -> DataFrame:
+    """Fused mode: one summary row per task; the copies were produced inside `read()`.
+
+    The target's settings are the ones the treedist-kafka sink gets (`sink_options`), parsed
+    and checked here on the driver and carried to the executors by the registered class.
+    """
+    format_name = register_fused_source(
+        spark,
+        f"treedist-fused-{dist.name}",
+        copy_step_for(deployment, dist),
+        (counters.records_in, counters.copied, counters.malformed),
+        SinkOptions.parse(sink_options(deployment, dist.target)),
+    )
+    return spark.readStream.format(format_name).options(**source_options(deployment, dist.cluster)).load()
+
+
 def start_distributor(spark: SparkSession, deployment: Deployment, dist: Distributor, counters: DistributorCounters) -> StreamingQuery:
-    """Start the query of one distributor; its name is `<cluster>-L<level>`."""
+    """Start the query of one distributor in `distributor.mode`; its name is `<cluster>-L<level>`."""
+    if deployment.distributor.mode == "fused":
+        writer = build_fused_stream(spark, deployment, dist, counters).writeStream.format("noop")
+    else:
+        writer = (
+            build_stream(spark, deployment, dist, counters)
+            .writeStream.format(KAFKA_FORMAT)
+            .options(**sink_options(deployment, dist.target))
+        )
     return (
-        build_stream(spark, deployment, dist, counters)
-        .writeStream.format(KAFKA_FORMAT)
-        .options(**sink_options(deployment, dist.target))
-        .option("checkpointLocation", checkpoint_dir(deployment, dist))
+        writer.option("checkpointLocation", checkpoint_dir(deployment, dist))
         .queryName(dist.name)
         .trigger(processingTime=deployment.distributor.trigger_interval)
         .start()

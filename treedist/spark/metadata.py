@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Iterable, Literal, Mapping
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from treedist.spark.errors import SparkSourceError
@@ -19,6 +19,7 @@ from treedist.spark.retry import with_retries
 
 log = logging.getLogger(__name__)
 
+_GONE = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
 # Consumer-only settings that an AdminClient would warn about.
 _CONSUMER_ONLY = set(CONSUMER_FIXED) | set(CONSUMER_DEFAULTS) | {"group.instance.id"}
 
@@ -57,7 +58,10 @@ class BrokerMetadata:
     def offsets(
         self, tps: Iterable[TopicPartitionKey], which: Literal["earliest", "latest"]
     ) -> dict[TopicPartitionKey, int]:
-        """Earliest or latest offset (last stable offset under read_committed) of each partition."""
+        """Earliest or latest offset (last stable offset under read_committed) of each partition.
+
+        A partition whose topic no longer exists is left out of the result.
+        """
         wanted = sorted(set(tps))
         if not wanted:
             return {}
@@ -71,7 +75,13 @@ class BrokerMetadata:
             )
             out = {}
             for tp, future in futures.items():
-                offset = future.result().offset
+                try:
+                    offset = future.result().offset
+                except KafkaException as exc:
+                    if exc.args and getattr(exc.args[0], "code", lambda: None)() in _GONE:
+                        log.warning("%s[%d] is gone from %s; not read", tp.topic, tp.partition, self._bootstrap)
+                        continue
+                    raise
                 if offset < 0:
                     raise KafkaException(f"no {which} offset for {tp.topic}[{tp.partition}]")
                 out[TopicPartitionKey(tp.topic, tp.partition)] = offset

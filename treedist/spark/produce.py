@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from treedist.spark.errors import KafkaSinkError
 from treedist.spark.options import SinkOptions
+from treedist.spark.retry import with_retries
 
 log = logging.getLogger(__name__)
 
-POLL_EVERY = 10_000
 _MAX_REPORTED_FAILURES = 5
 
 
@@ -78,10 +78,11 @@ class BatchProducer:
     def _partition_counts(self, refresh: bool) -> dict[str, int]:
         if self._partitions is None or refresh:
             timeout = min(30.0, self._options.delivery_timeout_s)
-            try:
-                md = self._producer.list_topics(timeout=timeout)
-            except Exception as exc:
-                raise KafkaSinkError(f"cannot read topic metadata of the target cluster: {exc}") from exc
+            md = with_retries(
+                lambda: self._producer.list_topics(timeout=timeout),
+                what="reading topic metadata of the target cluster",
+                error=KafkaSinkError,
+            )
             self._partitions = {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
         return self._partitions
 
@@ -119,15 +120,18 @@ class BatchProducer:
         header_list = _headers(_column(batch, "headers"), n)
         self.bytes += _nbytes(keys) + _nbytes(values)
         produce = self._producer.produce
-        for i, (topic, value, key, part, ts, headers) in enumerate(
-            zip(topic_list, value_list, key_list, part_list, ts_list, header_list)
-        ):
-            try:
-                produce(topic, value, key, part, timestamp=ts, headers=headers)
-            except BufferError:
-                self._produce_when_queue_drains(topic, value, key, part, ts, headers)
-            if i % POLL_EVERY == 0:
-                self._producer.poll(0)
+        try:
+            for topic, value, key, part, ts, headers in zip(
+                topic_list, value_list, key_list, part_list, ts_list, header_list
+            ):
+                try:
+                    produce(topic, value, key, part, timestamp=ts, headers=headers)
+                except BufferError:
+                    self._produce_when_queue_drains(topic, value, key, part, ts, headers)
+        except KafkaException as exc:
+            raise KafkaSinkError(f"cannot produce a record to {topic}[{part}]: {exc}") from exc
+        # Serve (failure-only) delivery reports once per batch (at most maxRecordsPerBatch rows).
+        self._producer.poll(0)
         self.records += n
 
     def _topics(self, batch: pa.RecordBatch) -> pa.Array | str:

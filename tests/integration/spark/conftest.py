@@ -60,7 +60,7 @@ class KafkaIO:
                 c.assign([TopicPartition(topic, p, low)])
                 got = []
                 while len(got) < high - low:
-                    for m in c.consume(1000, 5.0):
+                    for m in c.consume(min(1000, high - low - len(got)), 5.0):
                         assert m.error() is None, m.error()
                         got.append((p, m.offset(), Rec(p, m.key(), m.value(), _tuple(m.headers()), m.timestamp()[1])))
                 out.extend(got)

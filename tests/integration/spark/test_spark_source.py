@@ -117,3 +117,23 @@ def test_restart_on_the_same_checkpoint_resumes_without_loss_or_reread(spark, lo
     assert [(p, o) for p, o, _ in first] == [(p, o) for p in range(2) for o in range(10)]
     assert [(p, o) for p, o, _ in second] == [(p, o) for p in range(2) for o in range(10, 17)]
     assert sorted(first + second, key=lambda x: x[:2]) == kafka_io.read_all(bootstrap, unique_topic)
+
+
+def test_starting_offsets_latest_reads_only_records_produced_after_the_start(spark, local_kafka, unique_topic, kafka_io, tmp_path):
+    bootstrap = local_kafka.bootstrap["c1"]
+    kafka_io.create_topic(bootstrap, unique_topic, 2)
+    kafka_io.produce(bootstrap, unique_topic, sample_records(2, 4, tag="old"))
+
+    name = _table_name(unique_topic)
+    df = _reader(spark, bootstrap, subscribe=unique_topic, startingOffsets="latest")
+    query = df.writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp")).start()
+    try:
+        query.processAllAvailable()
+        kafka_io.produce(bootstrap, unique_topic, sample_records(2, 3, tag="new"))
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+    rows = rows_to_recs(spark.table(name).collect())
+    assert [(p, o) for p, o, _ in rows] == [(p, o) for p in range(2) for o in range(4, 7)]
+    assert all(rec.value.startswith(b"new-") for _, _, rec in rows)
