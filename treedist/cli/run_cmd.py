@@ -156,11 +156,11 @@ def _demo_view(app, workload: DemoWorkload, counters) -> Group:
 
 def _distributor_table(rows: list[dict]) -> Table:
     table = Table(title="distributors")
-    for col in ("distributor", "target", "active", "batch", "rows/s", "read", "copied", "malformed", "restarts"):
+    for col in ("distributor", "target", "active", "batch", "read/s", "read", "copied", "malformed", "restarts"):
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(
             r["distributor"], r["target"], "yes" if r["active"] else "[red]no[/]", str(r["batch"]),
-            str(r["input_rows_per_second"]), str(r["records_in"]), str(r["copied"]), str(r["malformed"]), str(r["restarts"]),
+            str(r["records_per_second"]), str(r["records_in"]), str(r["copied"]), str(r["malformed"]), str(r["restarts"]),
         )
     return table
