@@ -125,7 +125,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
             for consumer in counters.values():
                 consumer.close()
         report = verify_topic(deployment, DEMO_TOPIC)
-        console.print(f"verification of '{DEMO_TOPIC}' after {workload.total} events:")
+        console.print(f"\nverification of '{DEMO_TOPIC}' after {workload.total} events:")
         print_report(report)
         return report.ok
     finally:
