@@ -193,19 +193,6 @@ class LocalClusters:
         for broker in self.brokers.values():
             stop_pid(broker.pid)
 
-    def kill(self, name: str) -> None:
-        """SIGKILL one broker (for failure tests); `restart` brings it back on the same port."""
-        _signal_group(self.brokers[name].pid, signal.SIGKILL)
-        while pid_alive(self.brokers[name].pid):
-            time.sleep(0.02)
-
-    def restart(self, name: str, timeout: float = 20.0) -> None:
-        old = self.brokers[name]
-        stop_pid(old.pid)
-        self.brokers[name] = start_broker(name, self.base_dir, old.port)
-        wait_ready(self.brokers[name], timeout)
-        self.save()
-
 
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
