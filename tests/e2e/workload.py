@@ -80,3 +80,19 @@ def produce_malformed_flags(servers: str, topic: str, count: int, header: str = 
                          headers=[(header, b"not-a-number")])
     assert producer.flush(30) == 0
     return count
+
+
+def wait_until_complete(deployment, topic: str, timeout: float):
+    """Poll verify until no cluster misses any record (or the timeout); return the last report.
+
+    Counts alone cannot tell: after a crash, replayed duplicates can bring a cluster to the
+    expected count while copies are still pending.
+    """
+    from treedist.verify import verify_topic
+
+    deadline = time.monotonic() + timeout
+    while True:
+        report = verify_topic(deployment, topic)
+        if all(c.missing == 0 for c in report.clusters) or time.monotonic() > deadline:
+            return report
+        time.sleep(2)

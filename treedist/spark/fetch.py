@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from itertools import chain
+from operator import itemgetter
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 CONSUME_BATCH = 20_000
 CONSUME_WAIT_S = 0.2
 _TS_TYPE = KAFKA_ARROW_SCHEMA.field("timestamp").type
+_NO_HEADERS: tuple = ()
 
 
 def read_range(kafka_conf: Mapping[str, str], rng: OffsetRange, poll_timeout_s: float) -> Iterator[pa.RecordBatch]:
@@ -110,19 +112,16 @@ def messages_to_batch(records: Sequence[Message], topic: str, partition: int) ->
 
 def headers_array(headers: Sequence[list[tuple[str, bytes | None]] | None]) -> pa.Array:
     """Arrow list<struct<key, value>> from per-record header lists; no headers gives null."""
-    if not any(headers):
-        return pa.nulls(len(headers), HEADERS_ARROW_TYPE)
-    offsets = [0]
-    keys: list[str] = []
-    values: list[bytes | None] = []
-    for record_headers in headers:
-        if record_headers:
-            for key, value in record_headers:
-                keys.append(key)
-                values.append(value)
-        offsets.append(len(keys))
+    n = len(headers)
+    lists = [h or _NO_HEADERS for h in headers]
+    counts = np.fromiter(map(len, lists), np.int32, n)
+    if not counts.any():
+        return pa.nulls(n, HEADERS_ARROW_TYPE)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    flat = list(chain.from_iterable(lists))
     items = pa.StructArray.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(values, pa.binary())], fields=list(HEADER_ARROW_TYPE)
+        [pa.array(list(map(itemgetter(0), flat)), pa.string()), pa.array(list(map(itemgetter(1), flat)), pa.binary())],
+        fields=list(HEADER_ARROW_TYPE),
     )
-    mask = pa.array([not h for h in headers], pa.bool_())
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), items, type=HEADERS_ARROW_TYPE, mask=mask)
+    return pa.ListArray.from_arrays(pa.array(offsets), items, type=HEADERS_ARROW_TYPE, mask=pa.array(counts == 0))

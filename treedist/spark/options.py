@@ -33,6 +33,9 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     "queued.max.messages.kbytes": str(256 * 1024),
     "fetch.wait.max.ms": "100",
     "isolation.level": "read_committed",
+    # Brokers that answer a fetch with everything they have (noida-db) would otherwise stall
+    # the consumer on partitions holding more than librdkafka's default 100 MB.
+    "receive.message.max.bytes": str(1_000_000_000),
 }
 # Producer settings the sink's no-loss contract depends on.
 PRODUCER_FIXED: dict[str, str] = {"enable.idempotence": "true", "acks": "all"}

@@ -39,7 +39,3 @@ KAFKA_ARROW_SCHEMA: pa.Schema = to_arrow_schema(KAFKA_SCHEMA, timezone="UTC")
 HEADERS_ARROW_TYPE: pa.ListType = KAFKA_ARROW_SCHEMA.field("headers").type
 HEADER_ARROW_TYPE: pa.StructType = HEADERS_ARROW_TYPE.value_type
 
-# Kafka's TimestampType ids, as spark-sql-kafka reports them in `timestampType`.
-TIMESTAMP_TYPE_NONE = -1
-TIMESTAMP_TYPE_CREATE_TIME = 0
-TIMESTAMP_TYPE_LOG_APPEND_TIME = 1
