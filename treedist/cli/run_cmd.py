@@ -106,7 +106,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
                 try:
                     for _ in _ticks(duration):
                         app.check()
-                        live.update(_demo_view(app, workload, counters))
+                        live.update(_demo_view(app, workload, _received(counters)))
                 except KeyboardInterrupt:
                     pass
                 workload.stop()
@@ -114,9 +114,9 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
                 deadline = time.monotonic() + drain_timeout
                 while time.monotonic() < deadline:
                     app.check()
-                    live.update(_demo_view(app, workload, counters))
-                    received = [record_count(n, c, DEMO_TOPIC) for n, c in counters.items()]
-                    if all(r >= workload.total for r in received) and app.idle():
+                    received = _received(counters)
+                    live.update(_demo_view(app, workload, received))
+                    if all(r >= workload.total for r in received.values()) and app.idle():
                         break
                     time.sleep(1)
         finally:
@@ -142,15 +142,19 @@ def _ticks(duration: float | None):
         time.sleep(1)
 
 
-def _demo_view(app, workload: DemoWorkload, counters) -> Group:
+def _received(counters) -> dict[str, int]:
+    """Records of the demo topic on each cluster (originals and copies), from watermarks."""
+    return {name: record_count(name, consumer, DEMO_TOPIC) for name, consumer in counters.items()}
+
+
+def _demo_view(app, workload: DemoWorkload, received: dict[str, int]) -> Group:
     expected = workload.total
     table = Table(title=f"demo topic '{DEMO_TOPIC}': every event must reach every cluster once")
     for col in ("cluster", "produced here", "received", "expected", "behind"):
         table.add_column(col, justify="right")
-    for name, consumer in counters.items():
-        received = record_count(name, consumer, DEMO_TOPIC)
-        behind = expected - received
-        table.add_row(name, str(workload.delivered[name]), str(received), str(expected), str(behind), style="red" if behind < 0 else None)
+    for name, count in received.items():
+        behind = expected - count
+        table.add_row(name, str(workload.delivered[name]), str(count), str(expected), str(behind), style="red" if behind < 0 else None)
     return Group(table, _distributor_table(app.progress()))
 
 

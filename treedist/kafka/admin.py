@@ -42,7 +42,10 @@ def partition_counts(
     timeout: float = 5.0,
 ) -> dict[str, int]:
     """topic -> partition count, for the topics `select` accepts (all when None)."""
-    md = metadata(cluster, admin, attempts=attempts, timeout=timeout)
+    return _counts(metadata(cluster, admin, attempts=attempts, timeout=timeout), select)
+
+
+def _counts(md: ClusterMetadata, select: Callable[[str], bool] | None = None) -> dict[str, int]:
     return {
         name: len(t.partitions)
         for name, t in md.topics.items()
@@ -57,9 +60,14 @@ def ensure_topics(
     config: Mapping[str, str] | None = None,
     timeout: float = 30.0,
 ) -> None:
-    """Create missing topics with the given partition counts; grow ones with fewer partitions."""
-    existing = partition_counts(cluster, admin)
-    new = [NewTopic(t, num_partitions=n, replication_factor=1 if _single_broker(admin) else -1, config=dict(config or {}))
+    """Create missing topics with the given partition counts; grow ones with fewer partitions.
+
+    Replication factor: 1 on a single-broker cluster, else the broker default (-1).
+    """
+    md = metadata(cluster, admin)
+    existing = _counts(md)
+    replication = 1 if len(md.brokers) == 1 else -1
+    new = [NewTopic(t, num_partitions=n, replication_factor=replication, config=dict(config or {}))
            for t, n in topics.items() if t not in existing]
     grow = [NewPartitions(t, n) for t, n in topics.items() if t in existing and existing[t] < n]
     futures = {}
@@ -86,11 +94,4 @@ def wait_for_topics(cluster: str, admin: AdminClient, topics: Mapping[str, int],
         if time.monotonic() > deadline:
             raise TopicMissing(f"cluster {cluster!r}: topics not ready after {timeout}s: {sorted(short)}")
         time.sleep(0.1)
-
-
-def _single_broker(admin: AdminClient) -> bool:
-    try:
-        return len(admin.list_topics(timeout=5).brokers) == 1
-    except KafkaException:
-        return False
 
