@@ -38,6 +38,16 @@ def kill_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
+def still_running(app: subprocess.Popen, log: Path):
+    """A `check` for the waits: fail at once, with the log's end, when the application has exited."""
+
+    def check() -> None:
+        if app.poll() is not None:
+            raise AssertionError(f"treedist run exited with {app.returncode}:\n{log.read_text()[-4000:]}")
+
+    return check
+
+
 def test_kill_9_mid_stream_then_restart_loses_nothing(local_kafka, unique_topic, tmp_path):
     bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
     spec = local_deployment(
@@ -55,7 +65,7 @@ def test_kill_9_mid_stream_then_restart_loses_nothing(local_kafka, unique_topic,
     app = start_app(config, log)
     try:
         # Mid-stream: some copies have arrived, far from all of them.
-        counts = wait_for_counts(bootstrap, unique_topic, 3000 + 1200, timeout=240)
+        counts = wait_for_counts(bootstrap, unique_topic, 3000 + 1200, timeout=240, check=still_running(app, log))
         assert any(v < first for v in counts.values()), f"distribution finished before the kill: {counts}"
     finally:
         kill_group(app, signal.SIGKILL)
@@ -65,8 +75,8 @@ def test_kill_9_mid_stream_then_restart_loses_nothing(local_kafka, unique_topic,
     total = first + second
     app = start_app(config, log)
     try:
-        counts = wait_for_counts(bootstrap, unique_topic, total, timeout=300)
-        report = wait_until_complete(deployment, unique_topic, timeout=300)
+        counts = wait_for_counts(bootstrap, unique_topic, total, timeout=300, check=still_running(app, log))
+        report = wait_until_complete(deployment, unique_topic, timeout=300, check=still_running(app, log))
     finally:
         kill_group(app, signal.SIGINT)
         try:

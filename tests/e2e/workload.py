@@ -82,8 +82,9 @@ def produce_malformed_flags(servers: str, topic: str, count: int, header: str = 
     return count
 
 
-def wait_until_complete(deployment, topic: str, timeout: float):
+def wait_until_complete(deployment, topic: str, timeout: float, check=lambda: None):
     """Poll verify until no cluster misses any record (or the timeout); return the last report.
+    `check` runs before each poll and may raise (e.g. when the application has died).
 
     Counts alone cannot tell: after a crash, replayed duplicates can bring a cluster to the
     expected count while copies are still pending.
@@ -92,6 +93,7 @@ def wait_until_complete(deployment, topic: str, timeout: float):
 
     deadline = time.monotonic() + timeout
     while True:
+        check()
         report = verify_topic(deployment, topic)
         if all(c.missing == 0 for c in report.clusters) or time.monotonic() > deadline:
             return report

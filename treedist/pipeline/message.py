@@ -19,6 +19,7 @@ restart may duplicate (verify reports duplicates) but never loses a record.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
@@ -28,10 +29,12 @@ from treedist.config import Deployment
 from treedist.pipeline.copy_step import CopyStep
 from treedist.pipeline.distributor_source import register_distributor_source
 from treedist.pipeline.fused_source import register_fused_source
+from treedist.spark.checkpoint import remove_interrupted_writes
 from treedist.spark.options import SinkOptions
 from treedist.topology import Distributor
 
 KAFKA_FORMAT = "treedist-kafka"
+log = logging.getLogger(__name__)
 
 
 def kafka_options(client_config: dict[str, object]) -> dict[str, str]:
@@ -123,7 +126,13 @@ def build_fused_stream(spark: SparkSession, deployment: Deployment, dist: Distri
 
 
 def start_distributor(spark: SparkSession, deployment: Deployment, dist: Distributor, counters: DistributorCounters) -> StreamingQuery:
-    """Start the query of one distributor in `distributor.mode`; its name is `<cluster>-L<level>`."""
+    """Start the query of one distributor in `distributor.mode`; its name is `<cluster>-L<level>`.
+
+    Its previous query must have ended: a crash's interrupted checkpoint writes are removed first.
+    """
+    checkpoint = checkpoint_dir(deployment, dist)
+    for path in remove_interrupted_writes(checkpoint):
+        log.warning("distributor %s: removed %s, a checkpoint write a crash interrupted", dist.name, path)
     if deployment.distributor.mode == "fused":
         writer = build_fused_stream(spark, deployment, dist, counters).writeStream.format("noop")
     else:
@@ -133,7 +142,7 @@ def start_distributor(spark: SparkSession, deployment: Deployment, dist: Distrib
             .options(**sink_options(deployment, dist.target))
         )
     return (
-        writer.option("checkpointLocation", checkpoint_dir(deployment, dist))
+        writer.option("checkpointLocation", checkpoint)
         .queryName(dist.name)
         .trigger(processingTime=deployment.distributor.trigger_interval)
         .start()

@@ -1,0 +1,43 @@
+"""Repair of a streaming query's checkpoint after a crash (driver side, before the query starts).
+
+Spark writes each offset-log and commit-log entry to a hidden temp file `.N.<uuid>.tmp`
+(plus its `..N.<uuid>.tmp.crc`) and then renames it to `N`. A kill -9 between the two leaves
+the temp file behind. Spark ignores it when it reads the log, but its check that a query
+without any log entry starts on an empty checkpoint
+(`spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart`) counts it: a query killed while
+writing its first offsets would then fail with STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY on
+every restart. Removing the temp files keeps that check (it still guards against two queries
+sharing one checkpoint) and loses nothing: an entry that was never renamed was never used.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+LOG_DIRS = ("offsets", "commits")
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_INTERRUPTED_WRITE = re.compile(rf"^\.\.?\d+\.{_UUID}\.tmp(\.crc)?$")
+
+
+def is_interrupted_write(file_name: str) -> bool:
+    """True for the temp file (or its checksum) of a log entry whose rename never happened."""
+    return _INTERRUPTED_WRITE.match(file_name) is not None
+
+
+def remove_interrupted_writes(checkpoint: str | Path) -> list[Path]:
+    """Delete interrupted log writes under `checkpoint`; returns what was removed.
+
+    Call only while no query runs on this checkpoint (a running query's own write would be
+    in flight). Missing directories are fine: a new checkpoint has nothing to repair.
+    """
+    removed: list[Path] = []
+    for log_dir in LOG_DIRS:
+        directory = Path(checkpoint) / log_dir
+        if not directory.is_dir():
+            continue
+        for entry in sorted(directory.iterdir()):
+            if entry.is_file() and is_interrupted_write(entry.name):
+                entry.unlink()
+                removed.append(entry)
+    return removed
