@@ -167,29 +167,26 @@ def _describe(cluster: str, admin: AdminClient, resources: list[ConfigResource])
 
 
 def producer_config(deployment: Deployment, cluster: str) -> tuple[dict, str]:
-    """The librdkafka settings treedist's sink producer uses on `cluster`, and their source.
+    """The librdkafka settings treedist's distributors produce to `cluster` with, and their source.
 
-    The sink (treedist/spark/sink.py) builds its producer from `SinkOptions.parse(...).kafka`
-    over the pipeline's `sink_options(deployment, cluster)`; the audit asks the same two
-    functions. If the sink refuses the settings (a client setting contradicting acks=all or
-    enable.idempotence=true), the audit judges what the deployment asked for over those
-    defaults. If the pipeline cannot be imported, the deployment's `client` settings over
-    acks=all and enable.idempotence=true; the source column says which.
+    The distributors build their producers from `treedist.pipeline.plan.producer_settings`;
+    the audit asks the same function. If it refuses the settings (a client setting
+    contradicting acks=all or enable.idempotence=true), the audit judges what the deployment
+    asked for over those defaults. If the pipeline cannot be imported, the deployment's
+    `client` settings over acks=all and enable.idempotence=true; the source column says which.
     """
     required = {"acks": "all", "enable.idempotence": "true"}
     try:
-        from treedist.pipeline.message import sink_options
+        from treedist.pipeline.plan import producer_settings
         from treedist.spark.errors import SparkOptionError
-        from treedist.spark.options import SinkOptions
     except ImportError as err:
         conf = {**required, **deployment.clusters[cluster].client_config()}
         return conf, f"deployment client + acks=all, enable.idempotence=true (sink not importable: {err.name})"
-    options = sink_options(deployment, cluster)
+    client = deployment.clusters[cluster].client_config()
     try:
-        return dict(SinkOptions.parse(options).kafka), SINK_SOURCE
+        return producer_settings(client, deployment.distributor.delivery_timeout_ms), SINK_SOURCE
     except SparkOptionError as err:
-        asked = {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
-        return {**required, **asked}, f"deployment client, refused by the sink: {err}"
+        return {**required, **{k: str(v) for k, v in client.items()}}, f"deployment client, refused by the sink: {err}"
 
 
 SINK_SOURCE = "treedist sink (SinkOptions)"

@@ -1,8 +1,8 @@
 """The deployment: one YAML file, typed, frozen and validated at load.
 
 Names follow MirrorMaker 2 and librdkafka where the concept matches: `bootstrap.servers`
-style client settings pass through untouched under `client`; `topics` / `topics_exclude`
-are like MM2's `topics` and `topics.exclude`.
+style client settings pass through untouched under `client`; `topics.names`/`topics.regex`
+and `topics.exclude` are like MM2's `topics` and `topics.exclude`.
 """
 
 from __future__ import annotations
@@ -155,15 +155,21 @@ class DistributorConfig(Frozen):
     max_record_bytes: int = Field(default=1_000_000, gt=0)
     delivery_timeout_ms: int = Field(default=120_000, gt=0)
     topic_refresh_seconds: float = Field(default=10.0, gt=0)
-    # How a distributor's query moves the copies (both at least once, same checkpoint layout):
-    # "fused": the source's executor-side read() replays its offset range, applies the copy
-    #   step, produces the copies to the target and verifies every delivery, then hands one
-    #   summary row per task to Spark's `noop` sink; records never cross into the JVM.
-    # "source-sink": the source yields the copies as Arrow batches into the JVM and the
-    #   treedist-kafka sink converts them back and produces them (two Arrow<->row conversions).
-    # Default "fused": measured faster (benchmarks/README.md, 2026-11-22: ~1.65x the records/s
-    # of "source-sink", a third of its JVM CPU, lower latency).
-    mode: Literal["fused", "source-sink"] = "fused"
+    # How the copies move: "fused", the only mode since read-once (issue 6): a cluster's query
+    # reads each record once in its executors, applies every level's rule and produces the
+    # copies itself, verifying every delivery before the batch commits; records never cross
+    # into the JVM. The key stays so that deployment files that name the mode keep loading.
+    mode: Literal["fused"] = "fused"
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode_removed(cls, value: object) -> object:
+        if value == "source-sink":
+            raise ValueError(
+                "'source-sink' was removed: a cluster's distributors now read each record once and "
+                "produce their copies in one pass ('fused', the default; see docs/architecture.md)"
+            )
+        return value
 
 
 class Deployment(Frozen):

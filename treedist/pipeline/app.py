@@ -1,8 +1,10 @@
 """All distributors of a deployment as one Spark application (driver side).
 
-Lifecycle: preflight -> one streaming query per (cluster, level) -> supervise -> stop.
-Supervision restarts a failed query from its checkpoint with bounded attempts and
-exponential backoff, then gives up with an error naming the distributor.
+Lifecycle: preflight -> one streaming query per source cluster (reading each record once for
+all of the cluster's distributors) -> supervise -> stop. Supervision restarts a failed query
+from its checkpoint with bounded attempts and exponential backoff, then gives up with an
+error naming the cluster's distributors. Progress is reported per logical distributor
+(cluster, level).
 """
 
 from __future__ import annotations
@@ -16,17 +18,20 @@ from pyspark.sql.streaming import StreamingQuery
 
 from treedist.config import Deployment
 from treedist.pipeline.errors import PipelineError
-from treedist.pipeline.message import DistributorCounters, start_distributor
+from treedist.pipeline.counters import ClusterCounters
+from treedist.pipeline.plan import ClusterPlan, plan_all
 from treedist.pipeline.preflight import preflight
-from treedist.topology import Distributor
+from treedist.pipeline.query import start_cluster_query
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class RunningDistributor:
-    distributor: Distributor
-    counters: DistributorCounters
+class RunningQuery:
+    """One source cluster's query and the counters of its distributors."""
+
+    plan: ClusterPlan
+    counters: ClusterCounters
     query: StreamingQuery
     restarts: int = 0
     next_restart_at: float = 0.0
@@ -41,7 +46,7 @@ class DistributionApp:
         self.spark = spark
         self.max_restarts = max_restarts
         self.backoff_seconds = backoff_seconds
-        self.running: dict[str, RunningDistributor] = {}
+        self.running: dict[str, RunningQuery] = {}  # by query name
 
     def start(self, startup_timeout: float = 120.0) -> None:
         """Preflight, then start the queries one after another.
@@ -52,16 +57,19 @@ class DistributionApp:
         """
         preflight(self.deployment)
         try:
-            for dist in self.deployment.topology().all_distributors():
-                counters = DistributorCounters.create(self.spark)
-                query = start_distributor(self.spark, self.deployment, dist, counters)
-                self.running[dist.name] = RunningDistributor(dist, counters, query)
-                self._await_sources(self.running[dist.name], startup_timeout)
+            for plan in plan_all(self.deployment, max_tasks=self.spark.sparkContext.defaultParallelism):
+                counters = ClusterCounters(self.spark, plan)
+                run = RunningQuery(plan, counters, self._start(plan, counters))
+                self.running[plan.query_name] = run
+                self._await_sources(run, startup_timeout)
         except Exception:
             self.stop()
             raise
 
-    def _await_sources(self, run: RunningDistributor, timeout: float) -> None:
+    def _start(self, plan: ClusterPlan, counters: ClusterCounters) -> StreamingQuery:
+        return start_cluster_query(self.spark, plan, counters, self.deployment.distributor.trigger_interval)
+
+    def _await_sources(self, run: RunningQuery, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if run.query.isActive and run.query.status.get("message") != "Initializing sources":
@@ -79,38 +87,41 @@ class DistributionApp:
             error = run.query.exception()
             if error is None:
                 continue  # stopped on purpose
+            names = ", ".join(lp.name for lp in run.plan.levels)
             if run.restarts >= self.max_restarts:
-                raise PipelineError(f"distributor {name} failed {run.restarts + 1} times; last error: {error}")
+                raise PipelineError(f"query {name} (distributors {names}) failed {run.restarts + 1} times; last error: {error}")
             if run.next_restart_at == 0.0:
                 run.next_restart_at = now + self.backoff_seconds * 2**run.restarts
-                log.warning("distributor %s failed (%s); restarting from its checkpoint", name, _first_line(error))
+                log.warning("query %s (distributors %s) failed (%s); restarting from its checkpoint", name, names, _first_line(error))
             elif now >= run.next_restart_at:
                 run.restarts += 1
                 run.next_restart_at = 0.0
-                run.query = start_distributor(self.spark, self.deployment, run.distributor, run.counters)
+                run.query = self._start(run.plan, run.counters)
 
     def progress(self) -> list[dict]:
-        """Per distributor: counters, and records read per second since the previous call
-        (from the accumulators: in fused mode Spark's own row counts are one row per task)."""
+        """Per distributor (cluster, level): counters, and records read per second since the
+        previous call (from the accumulators: Spark's own row counts are one row per task)."""
         rows = []
         now = time.monotonic()
-        for name, run in self.running.items():
+        for run in self.running.values():
             last = run.query.lastProgress or {}
             counts = run.counters.snapshot()
+            read_now = counts[run.plan.levels[0].name]["records_in"]
             then, read_then = run.rate_mark
-            rate = (counts["records_in"] - read_then) / (now - then) if then else 0.0
-            run.rate_mark = (now, counts["records_in"])
-            rows.append(
-                {
-                    "distributor": name,
-                    "target": run.distributor.target,
-                    "active": run.query.isActive,
-                    "restarts": run.restarts,
-                    "batch": last.get("batchId"),
-                    "records_per_second": round(rate, 1),
-                    **counts,
-                }
-            )
+            rate = (read_now - read_then) / (now - then) if then else 0.0
+            run.rate_mark = (now, read_now)
+            for lp in run.plan.levels:
+                rows.append(
+                    {
+                        "distributor": lp.name,
+                        "target": lp.target,
+                        "active": run.query.isActive,
+                        "restarts": run.restarts,
+                        "batch": last.get("batchId"),
+                        "records_per_second": round(rate, 1),
+                        **counts[lp.name],
+                    }
+                )
         return rows
 
     def idle(self) -> bool:
@@ -132,7 +143,7 @@ class DistributionApp:
                 if run.query.isActive:
                     run.query.stop()
             except Exception as err:  # stopping is best effort; the checkpoint is already safe
-                log.warning("stopping %s: %s", run.distributor.name, _first_line(err))
+                log.warning("stopping %s: %s", run.plan.query_name, _first_line(err))
 
 
 def _first_line(err: object) -> str:

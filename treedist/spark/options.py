@@ -70,6 +70,18 @@ def _merge(settings: Mapping[str, str], defaults: Mapping[str, str], fixed: Mapp
     return {**{k: v for k, v in defaults.items() if k not in aliased}, **settings, **fixed}
 
 
+def consumer_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """librdkafka settings of a replaying consumer: `settings` over CONSUMER_DEFAULTS, with
+    CONSUMER_FIXED enforced (a contradicting value is a SparkOptionError naming the key)."""
+    return _merge(settings, CONSUMER_DEFAULTS, CONSUMER_FIXED)
+
+
+def producer_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """librdkafka settings of a no-loss producer: `settings` over PRODUCER_DEFAULTS, with
+    PRODUCER_FIXED (idempotence, acks=all) enforced as for `consumer_settings`."""
+    return _merge(settings, PRODUCER_DEFAULTS, PRODUCER_FIXED)
+
+
 def _norm(value: str) -> str:
     value = str(value).strip().lower()
     return "all" if value == "-1" else value

@@ -73,6 +73,17 @@ class BatchProducer:
         self.records = 0
         self.bytes = 0
 
+    @property
+    def raw(self) -> Producer:
+        """The confluent-kafka Producer, for callers that produce record by record (the
+        distributor's copy loop); they call `count()` and `produce_when_queue_drains()`."""
+        return self._producer
+
+    def count(self, records: int, nbytes: int) -> None:
+        """Account records produced through `raw` (used in `finish()`'s messages)."""
+        self.records += records
+        self.bytes += nbytes
+
     # 1. target check -------------------------------------------------------------------
 
     def _partition_counts(self, refresh: bool) -> dict[str, int]:
@@ -127,7 +138,7 @@ class BatchProducer:
                 try:
                     produce(topic, value, key, part, timestamp=ts, headers=headers)
                 except BufferError:
-                    self._produce_when_queue_drains(topic, value, key, part, ts, headers)
+                    self.produce_when_queue_drains(topic, value, key, part, ts, headers)
         except KafkaException as exc:
             raise KafkaSinkError(f"cannot produce a record to {topic}[{part}]: {exc}") from exc
         # Serve (failure-only) delivery reports once per batch (at most maxRecordsPerBatch rows).
@@ -144,7 +155,7 @@ class BatchProducer:
             raise KafkaSinkError("null value in the 'topic' column and no 'topic' option")
         return topics
 
-    def _produce_when_queue_drains(self, *row: Any) -> None:
+    def produce_when_queue_drains(self, *row: Any) -> None:
         """The local queue is full: serve delivery reports until it takes the row, bounded
         by the delivery timeout (records that long undelivered fail anyway)."""
         topic, value, key, part, ts, headers = row

@@ -17,7 +17,9 @@ from pyspark.errors import StreamingQueryException
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
-from treedist.pipeline.message import DistributorCounters, checkpoint_dir, start_distributor
+from treedist.pipeline.counters import ClusterCounters
+from treedist.pipeline.plan import plan_cluster
+from treedist.pipeline.query import start_cluster_query
 
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_for_counts
 
@@ -26,7 +28,7 @@ CLUSTERS = ["c1", "c2"]
 
 def _crash_during_first_offsets(finished: Path, crashed: Path) -> None:
     """`crashed` = `finished`'s metadata + its offsets/0 not yet renamed from the temp file."""
-    crashed.mkdir(parents=True)
+    crashed.mkdir(parents=True, exist_ok=True)
     shutil.copy(finished / "metadata", crashed / "metadata")
     (crashed / "offsets").mkdir()
     (crashed / "commits").mkdir()
@@ -59,22 +61,22 @@ def test_a_distributor_killed_during_its_first_offsets_write_restarts_and_delive
         checkpoint_location=str(tmp_path / "checkpoints"), distributor={"trigger_interval": "500 milliseconds"},
     )
     deployment = parse_deployment(spec)
-    dist = next(d for d in deployment.topology().all_distributors() if d.cluster == "c1")
+    plan = plan_cluster(deployment, "c1")
     create_topic_everywhere(bootstrap, unique_topic, 2)
 
     probe = _rate_to_noop(spark, tmp_path / "finished")  # a real first offsets entry and metadata
     probe.awaitTermination(120)
-    _crash_during_first_offsets(tmp_path / "finished", Path(checkpoint_dir(deployment, dist)))
+    _crash_during_first_offsets(tmp_path / "finished", Path(plan.checkpoint))
 
     total = produce_concurrently({"c1": bootstrap["c1"]}, unique_topic, 200, 2)
-    query = start_distributor(spark, deployment, dist, DistributorCounters.create(spark))
+    query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), "500 milliseconds")
     try:
         counts = wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, total, timeout=180, check=lambda: _alive(query))
     finally:
         query.stop()
 
     assert counts == {"c2": total}
-    assert not any(p.name.endswith(".tmp") for p in (Path(checkpoint_dir(deployment, dist)) / "offsets").iterdir())
+    assert not any(p.name.endswith(".tmp") for p in (Path(plan.checkpoint) / "offsets").iterdir())
 
 
 def _alive(query) -> None:

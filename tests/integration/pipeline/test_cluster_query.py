@@ -1,0 +1,174 @@
+"""A cluster's query on real local brokers and real Spark: one read per record for all of the
+cluster's distributors, everything preserved, counted per distributor; a failed delivery
+fails the batch and commits nothing; a restart resumes from the query's checkpoint, and a
+first start resumes from the per-(cluster, level) checkpoints of the version before read-once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from treedist.config import parse_deployment
+from treedist.local import LocalClusters
+from treedist.local.deployment import local_deployment
+from treedist.pipeline.app import DistributionApp
+from treedist.pipeline.counters import ClusterCounters
+from treedist.pipeline.plan import plan_cluster
+from treedist.pipeline.query import start_cluster_query
+from treedist.verify import verify_topic
+
+from tests.e2e.workload import create_topic_everywhere, produce_concurrently, produce_malformed_flags, wait_for_counts
+
+CLUSTERS = ["c1", "c2"]
+TREE = {"level": 1, "children": CLUSTERS}
+PARTITIONS = 3
+LEGACY = Path(__file__).resolve().parents[2] / "data" / "legacy_checkpoint"
+
+
+def _deployment(bootstrap, topic, checkpoints, **distributor):
+    spec = local_deployment(
+        bootstrap, topics=[topic], tree=TREE, checkpoint_location=str(checkpoints),
+        distributor={"trigger_interval": "200 milliseconds", **distributor},
+    )
+    return parse_deployment(spec)
+
+
+def _run_until(app, bootstrap, topic, total):
+    """Start `app`, wait until every cluster holds `total` records and the queries are idle."""
+    app.start()
+    try:
+        counts = wait_for_counts(bootstrap, topic, total, timeout=240, check=app.check)
+        deadline = time.monotonic() + 30
+        while not app.idle() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return counts, {p["distributor"]: p for p in app.progress()}
+    finally:
+        app.stop()
+
+
+def _report(deployment, topic):
+    return {c.cluster: c for c in verify_topic(deployment, topic).clusters}
+
+
+def _assert_each_record_once(deployment, topic):
+    for cluster in _report(deployment, topic).values():
+        # mismatched covers key, value, timestamp, partition and the other headers.
+        assert (cluster.missing, cluster.duplicated, cluster.unexpected, cluster.order_violations, cluster.mismatched) == (
+            0, 0, 0, 0, 0,
+        ), cluster
+
+
+def test_every_record_is_copied_once_with_everything_preserved(spark, local_kafka, unique_topic, tmp_path):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
+    deployment = _deployment(bootstrap, unique_topic, tmp_path / "checkpoints")
+    create_topic_everywhere(bootstrap, unique_topic, PARTITIONS)
+    app = DistributionApp(deployment, spark)
+
+    malformed = produce_malformed_flags(bootstrap["c1"], unique_topic, 5)
+    total = produce_concurrently(bootstrap, unique_topic, 300, PARTITIONS) + malformed
+    counts, by_name = _run_until(app, bootstrap, unique_topic, total)
+
+    assert counts == {c: total for c in CLUSTERS}
+    assert sorted(run.query.name for run in app.running.values()) == ["c1-messages", "c2-messages"]
+    _assert_each_record_once(deployment, unique_topic)
+    # Each distributor reads every record of its cluster (originals and copies) and copies
+    # the originals only; the malformed headers are seen (and counted) on c1 alone.
+    assert {n: p["records_in"] for n, p in by_name.items()} == {"c1-L1": total, "c2-L1": total}
+    assert {n: p["copied"] for n, p in by_name.items()} == {"c1-L1": 300 + malformed, "c2-L1": 300}
+    assert {n: p["malformed"] for n, p in by_name.items()} == {"c1-L1": malformed, "c2-L1": 0}
+
+
+def test_a_restart_copies_only_what_arrived_since_the_last_commit(spark, local_kafka, unique_topic, tmp_path):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
+    deployment = _deployment(bootstrap, unique_topic, tmp_path / "checkpoints")
+    create_topic_everywhere(bootstrap, unique_topic, PARTITIONS)
+
+    total = 0
+    for per_cluster in (200, 100, 50):
+        total += produce_concurrently(bootstrap, unique_topic, per_cluster, PARTITIONS)
+        counts, by_name = _run_until(DistributionApp(deployment, spark), bootstrap, unique_topic, total)
+        assert counts == {c: total for c in CLUSTERS}
+        assert sum(p["copied"] for p in by_name.values()) == per_cluster * len(CLUSTERS)
+    _assert_each_record_once(deployment, unique_topic)
+
+
+def test_a_failed_delivery_fails_the_batch_and_a_restart_delivers_it(spark, local_kafka, unique_topic, tmp_path):
+    """The target topic is missing: every attempt of the task raises, the query fails with
+    the producer's error and commits nothing; once the topic exists, a restart from the
+    checkpoint copies every record (at least once: no record is lost)."""
+    bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
+    deployment = _deployment(bootstrap, unique_topic, tmp_path / "checkpoints")
+    create_topic_everywhere({"c1": bootstrap["c1"]}, unique_topic, PARTITIONS)
+    total = produce_concurrently({"c1": bootstrap["c1"]}, unique_topic, 150, PARTITIONS)
+    plan = plan_cluster(deployment, "c1")
+    counters = ClusterCounters(spark, plan)
+
+    query = start_cluster_query(spark, plan, counters, "200 milliseconds")
+    try:
+        with pytest.raises(StreamingQueryException, match=f"target topic '{unique_topic}' does not exist on the target cluster"):
+            query.awaitTermination(180)
+    finally:
+        query.stop()
+    _await_no_running_tasks(spark, timeout=60)
+    checkpoint = Path(plan.checkpoint)
+    assert _batch_files(checkpoint / "offsets") == ["0"]  # planned (offset log) ...
+    assert _batch_files(checkpoint / "commits") == []  # ... but not committed
+    assert counters.snapshot()["c1-L1"]["copied"] == 0  # failed tasks' accumulator updates are dropped
+
+    create_topic_everywhere({"c2": bootstrap["c2"]}, unique_topic, PARTITIONS)
+    query = start_cluster_query(spark, plan, counters, "200 milliseconds")
+    try:
+        counts = wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, total, timeout=180)
+        deadline = time.monotonic() + 30
+        while "0" not in _batch_files(checkpoint / "commits") and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    assert counts == {"c2": total}
+    assert "0" in _batch_files(checkpoint / "commits")  # the replayed batch 0 committed
+    assert counters.snapshot()["c1-L1"]["copied"] == total
+    _assert_each_record_once(deployment, unique_topic)
+
+
+def test_checkpoints_of_the_version_before_read_once_resume_with_at_most_one_batch_replayed(spark, tmp_path):
+    """tests/data/legacy_checkpoint holds two brokers' data and the per-(cluster, level)
+    checkpoints `c1-L1` and `c2-L1` written by the pre-read-once version (commit a5af537,
+    capture script beside them): c1 had 100 originals per partition and c2 50, all
+    distributed with max_records_per_trigger 150; c1-L1's batch 1 (offsets 50-99 of each
+    partition, 150 records) was then left planned and uncommitted, as a crash after its
+    copies landed leaves it; 20 more records per partition were produced on c1 afterwards.
+    The new query must copy the 60 new records, replay only that one batch, and lose nothing."""
+    shutil.copytree(LEGACY, tmp_path / "state")
+    clusters = LocalClusters.start(CLUSTERS, tmp_path / "state" / "brokers")
+    try:
+        bootstrap = clusters.bootstrap
+        deployment = _deployment(bootstrap, "legacy-orders", tmp_path / "state" / "checkpoints", max_records_per_trigger=150)
+        counts, by_name = _run_until(DistributionApp(deployment, spark), bootstrap, "legacy-orders", 510)
+        report = _report(deployment, "legacy-orders")
+    finally:
+        clusters.stop()
+
+    assert counts == {"c1": 510, "c2": 510}  # 3 x (100 + 20) from c1, 3 x 50 from c2
+    assert by_name["c1-L1"]["copied"] == 150 + 60  # the uncommitted batch again, and the new records
+    assert by_name["c2-L1"]["copied"] == 0  # c2-L1 had committed everything
+    for name, cluster in report.items():
+        assert (cluster.missing, cluster.unexpected, cluster.order_violations, cluster.mismatched) == (0, 0, 0, 0), cluster
+    assert report["c1"].duplicated == 0
+    assert report["c2"].duplicated == 150  # exactly one batch replayed
+
+
+def _await_no_running_tasks(spark, timeout: float) -> None:
+    tracker = spark.sparkContext._jsc.sc().statusTracker()
+    deadline = time.monotonic() + timeout
+    while any(info.numRunningTasks() for info in tracker.getExecutorInfos()):
+        assert time.monotonic() < deadline, "tasks of the failed query still running"
+        time.sleep(0.2)
+
+
+def _batch_files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.isdigit()) if directory.exists() else []

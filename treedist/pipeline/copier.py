@@ -1,0 +1,202 @@
+"""The copy rule per record, for every level of a cluster at once (executor, the hot path).
+
+For each record read (once) from the source cluster:
+  1. flags = the value of the last copy-flag header, parsed (no header: 0). A malformed one
+     follows the MalformedFlagsPolicy, is counted per level and logged with cluster, topic,
+     partition and offset;
+  2. for each level whose window holds the record's offset: copy iff flags & mask == 0;
+  3. the copy keeps key, value, timestamp, partition and the other headers in order, with
+     one copy-flag header carrying flags | bit after them, and the origin header
+     (cluster/topic/partition/offset) added when the record has none, i.e. on the first copy
+     from the cluster the record was produced on.
+
+Why a per-record loop and not Arrow: a copy is a produce() call with Python objects, so an
+Arrow detour (build columns, then take them apart again for produce) only adds work. The loop
+allocates per record only what the producer needs (the new header list, the origin value);
+encoded flag values and the headers of records without headers are cached.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from treedist.pipeline.errors import MalformedFlagsError, OversizedRecord
+from treedist.pipeline.positions import PartitionWindow
+from treedist.topology.flags import MalformedFlags, MalformedFlagsPolicy, encode_flags, parse_flags
+
+log = logging.getLogger(__name__)
+MAX_LOGGED_MALFORMED = 20
+_MALFORMED = -1
+
+Headers = list[tuple[str, bytes | None]]
+# confluent-kafka's Producer.produce: (topic, value, key, partition, timestamp=, headers=);
+# raises BufferError when its local queue is full.
+Produce = Callable[..., None]
+# Called with the same arguments (positional) when the queue was full: waits until it takes them.
+OnQueueFull = Callable[[str, bytes | None, bytes | None, int, int, Headers], None]
+
+
+@dataclass
+class LevelStats:
+    copied: int = 0
+    malformed: int = 0
+
+
+@dataclass
+class TaskStats:
+    """What one task did, per level in the plan's level order."""
+
+    records_in: int = 0
+    bytes: int = 0  # key + value bytes of the copies
+    levels: list[LevelStats] = field(default_factory=list)
+
+    @property
+    def copied(self) -> int:
+        return sum(s.copied for s in self.levels)
+
+    def vector(self) -> list[int]:
+        """[records_in, copied per level..., malformed per level...] for the accumulator."""
+        return [self.records_in] + [s.copied for s in self.levels] + [s.malformed for s in self.levels]
+
+
+@dataclass
+class LevelCopy:
+    """One level's part of a task: its rule and where its copies go."""
+
+    level: int
+    mask: int
+    bit: int
+    produce: Produce
+    on_queue_full: OnQueueFull
+    encoded: dict[int, bytes] = field(default_factory=dict)  # flags -> header value of flags | bit
+
+    def flag_value(self, flags: int) -> bytes:
+        value = self.encoded.get(flags)
+        if value is None:
+            value = self.encoded[flags] = encode_flags(flags | self.bit)
+        return value
+
+
+class RecordCopier:
+    """Applies every level's rule to records of one task (executor; one per task)."""
+
+    def __init__(
+        self,
+        cluster: str,
+        levels: Sequence[LevelCopy],
+        flags_header: str,
+        origin_header: str,
+        malformed_policy: MalformedFlagsPolicy,
+        max_record_bytes: int,
+    ) -> None:
+        self.cluster = cluster
+        self.levels = list(levels)
+        self.flags_header = flags_header
+        self.origin_header = origin_header
+        self.policy = malformed_policy
+        self.max_record_bytes = max_record_bytes
+        self.stats = TaskStats(levels=[LevelStats() for _ in levels])
+        self._parsed: dict[bytes | None, int] = {}
+        self._logged = 0
+
+    def copy(self, window: PartitionWindow, topic: str, partition: int, records: Sequence) -> None:
+        """Copy `records` (confluent-kafka Messages of one partition, in offset order, all
+        inside `window`) to every level that wants them."""
+        fh, oh = self.flags_header, self.origin_header
+        parsed = self._parsed
+        levels = self.levels
+        uniform = window.uniform
+        if not uniform:
+            bounds = {r.level: (r.from_offset, r.until_offset) for r in window.levels}
+            in_range = [bounds.get(lc.level) for lc in levels]
+        stats = self.stats
+        level_stats = stats.levels
+        origin_prefix = f"{self.cluster}/{topic}/{partition}/"
+        limit = self.max_record_bytes
+        copied_bytes = 0
+        for msg in records:
+            headers = msg.headers()
+            others: Headers
+            if headers is None:
+                flags, others, has_origin = 0, [], False
+            else:
+                raw = None
+                others = []
+                has_origin = False
+                for entry in headers:
+                    key = entry[0]
+                    if key == fh:
+                        raw = entry[1]
+                    else:
+                        others.append(entry)
+                        if key == oh:
+                            has_origin = True
+                if raw is None and len(others) == len(headers):
+                    flags = 0
+                else:
+                    flags = parsed.get(raw)
+                    if flags is None:
+                        flags = parsed[raw] = _parse(raw)
+            offset = msg.offset()
+            if flags == _MALFORMED:
+                flags = self._malformed(msg, topic, partition, offset, uniform, in_range if not uniform else None)
+                if flags is None:
+                    continue
+            key, value = msg.key(), msg.value()
+            size = (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+            ts_type, ts = msg.timestamp()
+            if not ts_type:
+                ts = 0
+            origin = None if has_origin else (origin_prefix + str(offset)).encode()
+            for i, lc in enumerate(levels):
+                if flags & lc.mask:
+                    continue
+                if not uniform:
+                    span = in_range[i]
+                    if span is None or not span[0] <= offset < span[1]:
+                        continue
+                if size > limit:
+                    raise OversizedRecord(
+                        f"record at {self._where(topic, partition, offset)} is {size} bytes, over "
+                        f"distributor.max_record_bytes={limit}"
+                    )
+                new_headers = others + [(fh, lc.flag_value(flags))]
+                if origin is not None:
+                    new_headers.append((oh, origin))
+                try:
+                    lc.produce(topic, value, key, partition, timestamp=ts, headers=new_headers)
+                except BufferError:
+                    lc.on_queue_full(topic, value, key, partition, ts, new_headers)
+                level_stats[i].copied += 1
+                copied_bytes += size
+        stats.records_in += len(records)
+        stats.bytes += copied_bytes
+
+    def _malformed(self, msg, topic: str, partition: int, offset: int, uniform: bool, in_range) -> int | None:
+        """Count the malformed header for every level that examines the record; apply the
+        policy: 0 (copy), None (skip the record) or raise (fail)."""
+        for i, lc in enumerate(self.levels):
+            span = None if uniform else in_range[i]
+            if uniform or (span is not None and span[0] <= offset < span[1]):
+                self.stats.levels[i].malformed += 1
+        where = self._where(topic, partition, offset)
+        if self.policy is MalformedFlagsPolicy.FAIL:
+            raise MalformedFlagsError(
+                f"distributor on {self.cluster!r}: malformed {self.flags_header!r} header at {where} (policy 'fail')"
+            )
+        if self._logged < MAX_LOGGED_MALFORMED:
+            self._logged += 1
+            log.warning("malformed %r header at %s; policy %s", self.flags_header, where, self.policy.value)
+        return None if self.policy is MalformedFlagsPolicy.SKIP else 0
+
+    def _where(self, topic: str, partition: int, offset: int) -> str:
+        return f"cluster {self.cluster!r} topic {topic!r} partition {partition} offset {offset}"
+
+
+def _parse(raw: bytes | None) -> int:
+    try:
+        return parse_flags(raw if raw is not None else b"")
+    except MalformedFlags:
+        return _MALFORMED

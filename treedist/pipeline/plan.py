@@ -1,0 +1,133 @@
+"""The plan of one source cluster's distributors: everything its query and its tasks read.
+
+Pure, no I/O; built on the driver from the deployment, pickled into the query's driver-side
+planner process and from there, with the reader, into executors.
+
+A `ClusterPlan` is the unit of execution: ONE streaming query per source cluster reads each
+record of the cluster once and applies every level's rule to it. A `LevelPlan` is the
+logical distributor (cluster, level): the unit of configuration, targets, counters, status
+and logs, named `<cluster>-L<level>` as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from treedist.config import Deployment
+from treedist.config.model import TopicSelection
+from treedist.spark import options
+from treedist.topology import Distributor
+from treedist.topology.flags import MalformedFlagsPolicy
+
+# Below this many records a batch runs as one task: a task costs a Python worker round trip,
+# and on small machines several queries already compete for the cores.
+MIN_RECORDS_PER_TASK = 20_000
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    """One logical distributor: copy iff flags & mask == 0; the copy carries flags | bit."""
+
+    name: str  # <cluster>-L<level>
+    level: int
+    mask: int
+    bit: int
+    target: str  # default target; a task carries the target actually used (see ReadTask)
+    subtree: tuple[str, ...]  # the sibling subtree: every leaf a target may be switched to
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """All distributors of one source cluster, and how its query reads and writes."""
+
+    cluster: str
+    levels: tuple[LevelPlan, ...]  # lowest level first
+    topics: TopicSelection
+    consumer: Mapping[str, str]  # librdkafka settings of the source (replay-safe)
+    producers: Mapping[str, Mapping[str, str]]  # target cluster -> librdkafka settings
+    flags_header: str
+    origin_header: str
+    malformed_policy: MalformedFlagsPolicy
+    max_record_bytes: int
+    max_records_per_trigger: int
+    topic_refresh_seconds: float
+    checkpoint: str  # this query's checkpoint directory
+    legacy_checkpoints: Mapping[int, str]  # level -> the per-(cluster, level) checkpoint of old
+    max_tasks: int = 2
+    min_records_per_task: int = MIN_RECORDS_PER_TASK
+    poll_timeout_s: float = 120.0
+    metadata_timeout_s: float = 30.0
+
+    @property
+    def query_name(self) -> str:
+        return f"{self.cluster}-messages"
+
+    @property
+    def delivery_timeout_s(self) -> float:
+        return int(next(iter(self.producers.values()))["delivery.timeout.ms"]) / 1000.0
+
+    def level(self, level: int) -> LevelPlan:
+        for lp in self.levels:
+            if lp.level == level:
+                return lp
+        raise KeyError(f"cluster {self.cluster!r} has no distributor at level {level}")
+
+
+def consumer_settings(client: Mapping[str, object]) -> dict[str, str]:
+    """Source settings: the cluster's client settings over replay-safe consumer defaults.
+    Raises SparkOptionError naming a setting that contradicts replay (e.g. auto commit)."""
+    return options.consumer_settings(_strings(client))
+
+
+def producer_settings(client: Mapping[str, object], delivery_timeout_ms: int) -> dict[str, str]:
+    """Target settings: idempotent, acks=all, failure-only delivery reports. Raises
+    SparkOptionError naming a setting that contradicts them."""
+    return options.producer_settings({"delivery.timeout.ms": str(delivery_timeout_ms), **_strings(client)})
+
+
+def _strings(client: Mapping[str, object]) -> dict[str, str]:
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in client.items()}
+
+
+def checkpoint_root(deployment: Deployment) -> Path:
+    return Path(deployment.checkpoint_location).resolve()
+
+
+def legacy_checkpoint(deployment: Deployment, dist: Distributor) -> str:
+    """Where a distributor's own query (one per cluster and level, before read-once) kept its offsets."""
+    return str(checkpoint_root(deployment) / dist.name)
+
+
+def plan_cluster(deployment: Deployment, cluster: str, max_tasks: int = 2) -> ClusterPlan:
+    """The plan of `cluster`'s query (driver). Producer settings cover every leaf of every
+    sibling subtree, so a target can be switched to any of them without a new plan."""
+    dists = deployment.topology().distributors[cluster]
+    settings = deployment.distributor
+    leaves = sorted({leaf for d in dists for leaf in d.subtree})
+    return ClusterPlan(
+        cluster=cluster,
+        levels=tuple(LevelPlan(d.name, d.level, d.mask, d.bit, d.target, tuple(d.subtree)) for d in dists),
+        topics=deployment.topics,
+        consumer=consumer_settings(deployment.cluster(cluster).client_config()),
+        producers={
+            leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)
+            for leaf in leaves
+        },
+        flags_header=deployment.copy_flags_header,
+        origin_header=deployment.origin_header,
+        malformed_policy=settings.malformed_flags,
+        max_record_bytes=settings.max_record_bytes,
+        max_records_per_trigger=settings.max_records_per_trigger,
+        topic_refresh_seconds=settings.topic_refresh_seconds,
+        checkpoint=str(checkpoint_root(deployment) / "messages" / cluster),
+        legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
+        max_tasks=max_tasks,
+    )
+
+
+def plan_all(deployment: Deployment, max_tasks: int = 2) -> list[ClusterPlan]:
+    """One plan per cluster, in the tree's leaf order."""
+    topology = deployment.topology()
+    return [plan_cluster(deployment, c, max_tasks) for c in topology.clusters if topology.distributors[c]]

@@ -1,0 +1,181 @@
+"""Per-level positions of a cluster's query and the read tasks of one micro-batch. Pure.
+
+The query's offset (what Spark writes to its offset log) is, for every level, the next
+offset to copy of every topic-partition: `{"levels": {"1": {"orders": {"0": 42}}, "3": ...}}`.
+In steady state all levels hold the same positions and every record is read once for all
+of them. Levels differ only after a migration from per-(cluster, level) checkpoints, which
+stopped at different offsets, or when a level is added: each level then copies exactly the
+records after its own position, and the first batch brings them together.
+
+Batch planning (driver): the read window of a partition starts at the lowest position of
+any level and ends at the broker's latest offset, capped by the read limit (shared fairly
+over partitions); every level's new position is max(its position, window end), so no level
+ever moves back. A task reads whole windows of several partitions: a partition is never
+split between tasks, so copies keep their order per partition.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from pyspark.sql.datasource import InputPartition
+
+from treedist.pipeline.errors import PipelineError
+from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
+from treedist.spark.planning import fair_limit
+
+
+@dataclass(frozen=True)
+class LevelPositions:
+    """level -> KafkaOffsets (immutable)."""
+
+    levels: Mapping[int, KafkaOffsets]
+
+    def to_dict(self) -> dict:
+        """The checkpoint form, levels and then topics and partitions sorted (equal
+        positions always give equal JSON: Spark compares it to find new data)."""
+        return {"levels": {str(level): self.levels[level].to_dict() for level in sorted(self.levels)}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "LevelPositions":
+        if not isinstance(data, Mapping) or not isinstance(data.get("levels"), Mapping):
+            raise PipelineError(f"a distributor offset has the form {{'levels': {{...}}}}; got {str(data)[:200]!r}")
+        try:
+            return cls({int(level): KafkaOffsets.from_dict(offsets) for level, offsets in data["levels"].items()})
+        except ValueError as err:
+            raise PipelineError(f"malformed distributor offset: {err}") from None
+
+    def window_start(self, tp: TopicPartitionKey) -> int | None:
+        """The lowest position of any level that knows the partition."""
+        known = [o.get(tp) for o in self.levels.values() if tp in o]
+        return min(known) if known else None
+
+    def partitions(self) -> set[TopicPartitionKey]:
+        return {tp for offsets in self.levels.values() for tp in offsets.positions}
+
+
+@dataclass(frozen=True)
+class LevelRange:
+    """Records [from_offset, until_offset) of a partition that one level copies."""
+
+    level: int
+    from_offset: int
+    until_offset: int
+
+
+@dataclass(frozen=True)
+class PartitionWindow:
+    """What a task reads of one partition, and which part of it each level copies."""
+
+    topic: str
+    partition: int
+    from_offset: int  # the lowest from_offset of the levels
+    until_offset: int  # the highest until_offset of the levels
+    levels: tuple[LevelRange, ...]
+
+    @property
+    def count(self) -> int:
+        return self.until_offset - self.from_offset
+
+    @property
+    def uniform(self) -> bool:
+        """Every level copies the whole window (the steady state)."""
+        return all(r.from_offset == self.from_offset and r.until_offset == self.until_offset for r in self.levels)
+
+    def __str__(self) -> str:
+        return f"{self.topic}[{self.partition}] offsets [{self.from_offset}, {self.until_offset})"
+
+
+@dataclass(frozen=True)
+class ReadTask(InputPartition):
+    """One Spark task: windows of several partitions, and the target of each level.
+
+    Built on the driver by `partitions()`, pickled to an executor, replayed by `read()`.
+    The targets are chosen when the batch is planned, so a switched target applies from the
+    next batch on (and to a replayed batch).
+    """
+
+    windows: tuple[PartitionWindow, ...]
+    targets: tuple[tuple[int, str], ...]  # (level, target cluster)
+
+    @property
+    def count(self) -> int:
+        return sum(w.count for w in self.windows)
+
+    def __str__(self) -> str:
+        shown = ", ".join(map(str, self.windows[:4]))
+        more = f" and {len(self.windows) - 4} more" if len(self.windows) > 4 else ""
+        return shown + more
+
+
+def next_positions(
+    start: LevelPositions,
+    levels: Iterable[int],
+    latest: Mapping[TopicPartitionKey, int],
+    registered: Mapping[TopicPartitionKey, int],
+    max_records: int | None,
+) -> LevelPositions:
+    """The end of the next batch: every level advanced to the capped read window's end.
+
+    `latest`: the broker's latest offsets of the partitions known to the query.
+    `registered`: where partitions new to some level begin (their earliest offset, or
+    a migrated position); they are read from the next batch on. Levels not in `levels`
+    are dropped (the distributor no longer exists).
+    """
+    wanted = sorted(levels)
+    window_start = {tp: start.window_start(tp) for tp in latest}
+    window_start = {tp: s for tp, s in window_start.items() if s is not None}
+    available = {tp: max(window_start[tp], offset) for tp, offset in latest.items() if tp in window_start}
+    end = fair_limit(window_start, available, max_records) if max_records else available
+    out: dict[int, KafkaOffsets] = {}
+    for level in wanted:
+        own = start.levels.get(level, KafkaOffsets())
+        positions = {tp: max(own.get(tp), end[tp]) for tp in own.positions if tp in end}
+        for tp in own.positions:  # a partition without a latest offset (gone) keeps its position
+            positions.setdefault(tp, own.get(tp))
+        for tp, offset in registered.items():
+            positions.setdefault(tp, offset)
+        out[level] = KafkaOffsets(positions)
+    return LevelPositions(out)
+
+
+def batch_windows(start: LevelPositions, end: LevelPositions) -> list[PartitionWindow]:
+    """The windows of the batch (start, end], ordered by topic and partition.
+
+    A level copies [its start, its end) of a partition it knew at the start; a partition it
+    only registered in this batch is copied from the next batch on.
+    """
+    ranges: dict[TopicPartitionKey, list[LevelRange]] = {}
+    for level, offsets in sorted(end.levels.items()):
+        begin = start.levels.get(level)
+        if begin is None:
+            continue
+        for tp in offsets:
+            lo, hi = begin.get(tp), offsets.get(tp)
+            if lo is None or hi == lo:
+                continue
+            if hi < lo:
+                raise PipelineError(f"level {level}: {tp} end offset {hi} is before start offset {lo}")
+            ranges.setdefault(tp, []).append(LevelRange(level, lo, hi))
+    return [
+        PartitionWindow(tp.topic, tp.partition, min(r.from_offset for r in rs), max(r.until_offset for r in rs), tuple(rs))
+        for tp, rs in sorted(ranges.items())
+    ]
+
+
+def pack_tasks(windows: list[PartitionWindow], max_tasks: int, min_records_per_task: int) -> list[list[PartitionWindow]]:
+    """Windows grouped into at most `max_tasks` tasks of at least `min_records_per_task`
+    records where possible, balanced by record count (largest first onto the lightest task)."""
+    if not windows:
+        return []
+    total = sum(w.count for w in windows)
+    n = max(1, min(max_tasks, len(windows), total // max(1, min_records_per_task)))
+    heap: list[tuple[int, int]] = [(0, i) for i in range(n)]
+    groups: list[list[PartitionWindow]] = [[] for _ in range(n)]
+    for window in sorted(windows, key=lambda w: (-w.count, w.topic, w.partition)):
+        load, i = heapq.heappop(heap)
+        groups[i].append(window)
+        heapq.heappush(heap, (load + window.count, i))
+    return [sorted(g, key=lambda w: (w.topic, w.partition)) for g in groups if g]

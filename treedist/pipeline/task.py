@@ -1,0 +1,185 @@
+"""One task of a cluster's query: read its windows once, copy for every level, prove delivery.
+
+Runs in an executor (a Python worker), inside the source's `read()`. Steps:
+
+1. take a consumer and, per target, a producer from the worker's idle clients
+   (`treedist.pipeline.clients`); check that every topic of the task exists with its
+   partitions on every level's target (named error otherwise);
+2. assign the consumer to every window at its first offset and consume large batches; each
+   run of records of one partition, cut at the window's end, goes to the RecordCopier, which
+   produces the copies of every level (idempotent producer, acks=all, same partition);
+3. a window is complete once a record at or past its end arrived, the consumer's position
+   reached its end (compaction, transaction markers) or the broker reported end of
+   partition there; no progress for `poll_timeout_s` fails the task naming the windows: a
+   short batch is never returned;
+4. `finish()` every producer: flush and check every delivery; any failed or undelivered
+   record raises, so the task fails and Spark retries it;
+5. only then hand the clients back for the next task and return the stats (the source
+   yields one summary row; the batch reaches Spark's commit log only after every task of it
+   returned). A failed task's clients are purged and dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Sequence
+
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+
+from treedist.pipeline import clients
+from treedist.pipeline.copier import LevelCopy, RecordCopier, TaskStats
+from treedist.pipeline.errors import PipelineError
+from treedist.pipeline.plan import ClusterPlan
+from treedist.pipeline.positions import PartitionWindow, ReadTask
+from treedist.spark.errors import KafkaSinkError
+from treedist.spark.produce import BatchProducer
+
+log = logging.getLogger(__name__)
+
+CONSUME_BATCH = 20_000
+CONSUME_WAIT_S = 0.1
+
+
+class ReadStalled(PipelineError):
+    """A planned window could not be read to its end within the poll timeout."""
+
+
+def run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
+    """Steps 1-5 of the module docstring for one task (executor)."""
+    targets = dict(task.targets)
+    consumer = clients.take_consumer(plan.consumer)
+    producers: dict[str, BatchProducer] = {}
+    done = False
+    try:
+        wanted = _max_partition_per_topic(task.windows)
+        level_targets = [targets.get(lp.level, lp.target) for lp in plan.levels]
+        for target in level_targets:
+            if target not in producers:
+                producers[target] = clients.take_producer(plan.producers[target])
+                _check_target(producers[target], target, wanted)
+        level_copies = [
+            LevelCopy(lp.level, lp.mask, lp.bit, producers[t].raw.produce, producers[t].produce_when_queue_drains)
+            for lp, t in zip(plan.levels, level_targets)
+        ]
+        copier = RecordCopier(
+            plan.cluster, level_copies, plan.flags_header, plan.origin_header, plan.malformed_policy, plan.max_record_bytes
+        )
+        read_windows(consumer, task.windows, copier.copy, plan.poll_timeout_s)
+        for target, stats in zip(level_targets, copier.stats.levels):
+            producers[target].count(stats.copied, 0)
+        for producer in producers.values():
+            producer.finish()
+        done = True
+        return copier.stats
+    finally:
+        if done:
+            consumer.unassign()
+            clients.return_consumer(plan.consumer, consumer)
+            for target, producer in producers.items():
+                clients.return_producer(plan.producers[target], producer)
+        else:
+            for producer in producers.values():
+                producer.abandon()  # dropped, not returned: never reused after a failure
+            consumer.close()
+
+
+def _max_partition_per_topic(windows: Sequence[PartitionWindow]) -> dict[str, int]:
+    wanted: dict[str, int] = {}
+    for w in windows:
+        wanted[w.topic] = max(wanted.get(w.topic, -1), w.partition)
+    return wanted
+
+
+def _check_target(producer: BatchProducer, target: str, wanted: dict[str, int]) -> None:
+    try:
+        producer.check_targets(wanted)
+    except KafkaSinkError as err:  # add the target's name
+        raise PipelineError(f"target cluster {target!r}: {err}") from err
+
+
+def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_records, poll_timeout_s: float) -> None:
+    """Read every window exactly, handing runs of one partition's records, in offset order,
+    to `on_records(window, topic, partition, records)` (steps 2-3)."""
+    pending = {(w.topic, w.partition): w for w in windows}
+    next_offset = {tp: w.from_offset for tp, w in pending.items()}
+    consumer.assign([TopicPartition(w.topic, w.partition, w.from_offset) for w in windows])
+    last_progress = time.monotonic()
+    while pending:
+        messages = consumer.consume(CONSUME_BATCH, CONSUME_WAIT_S)
+        progressed = False
+        run: list[Message] = []
+        run_tp = None
+        for msg in messages:
+            if msg.error() is not None:
+                progressed |= _flush(run_tp, run, pending, next_offset, on_records)
+                run, run_tp = [], None
+                _on_error(msg, pending, next_offset)
+                continue
+            tp = (msg.topic(), msg.partition())
+            if tp != run_tp:
+                progressed |= _flush(run_tp, run, pending, next_offset, on_records)
+                run, run_tp = [], tp
+            run.append(msg)
+        progressed |= _flush(run_tp, run, pending, next_offset, on_records)
+        if pending and len(messages) < CONSUME_BATCH:
+            progressed |= _advance_by_position(consumer, pending, next_offset)
+        if progressed:
+            last_progress = time.monotonic()
+        elif time.monotonic() - last_progress > poll_timeout_s:
+            stuck = ", ".join(f"{w} at {next_offset[tp]}" for tp, w in sorted(pending.items()))
+            raise ReadStalled(
+                f"no progress for {poll_timeout_s:.0f}s reading {stuck}; the planned range cannot be read "
+                f"fully (records lost or broker unreachable)"
+            )
+
+
+def _flush(tp, run: list, pending: dict, next_offset: dict, on_records) -> bool:
+    """Hand a run to the copier, cut at its window's end; True if it advanced the window."""
+    if not run:
+        return False
+    window = pending.get(tp)
+    if window is None:
+        return False  # already complete: records of the next batch, prefetched
+    first = next_offset[tp]
+    if run[0].offset() < first:
+        run = [m for m in run if m.offset() >= first]
+    if run and run[-1].offset() >= window.until_offset:
+        run = [m for m in run if m.offset() < window.until_offset]
+    if not run:
+        return False
+    on_records(window, tp[0], tp[1], run)
+    next_offset[tp] = run[-1].offset() + 1
+    if next_offset[tp] >= window.until_offset:
+        del pending[tp]
+    return True
+
+
+def _on_error(msg: Message, pending: dict, next_offset: dict) -> None:
+    err = msg.error()
+    tp = (msg.topic(), msg.partition())
+    if err.code() == KafkaError._PARTITION_EOF:
+        window = pending.get(tp)
+        if window is not None and msg.offset() >= window.until_offset:
+            del pending[tp]
+    elif err.retriable():
+        log.warning("%s[%s]: retriable consumer error: %s", tp[0], tp[1], err)
+    else:
+        window = pending.get(tp)
+        where = str(window) if window is not None else f"{tp[0]}[{tp[1]}]"
+        raise PipelineError(f"{where}: consumer error at offset {msg.offset()}: {err}")
+
+
+def _advance_by_position(consumer: Consumer, pending: dict, next_offset: dict) -> bool:
+    """Offsets can be missing inside a window (compaction, transaction markers): the
+    consumer's position then moves past them without a record."""
+    progressed = False
+    for position in consumer.position([TopicPartition(t, p) for t, p in pending]):
+        tp = (position.topic, position.partition)
+        if position.offset > next_offset[tp]:
+            next_offset[tp] = position.offset
+            progressed = True
+        if position.offset >= pending[tp].until_offset:
+            del pending[tp]
+            progressed = True
+    return progressed
