@@ -23,6 +23,7 @@ from typing import Iterable, Mapping
 from pyspark.sql.datasource import InputPartition
 
 from treedist.pipeline.errors import PipelineError
+from treedist.spark.errors import SparkSourceError
 from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
 from treedist.spark.planning import fair_limit
 
@@ -44,7 +45,7 @@ class LevelPositions:
             raise PipelineError(f"a distributor offset has the form {{'levels': {{...}}}}; got {str(data)[:200]!r}")
         try:
             return cls({int(level): KafkaOffsets.from_dict(offsets) for level, offsets in data["levels"].items()})
-        except ValueError as err:
+        except (ValueError, SparkSourceError) as err:
             raise PipelineError(f"malformed distributor offset: {err}") from None
 
     def window_start(self, tp: TopicPartitionKey) -> int | None:

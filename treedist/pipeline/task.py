@@ -106,7 +106,10 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
     consumer.assign([TopicPartition(w.topic, w.partition, w.from_offset) for w in windows])
     last_progress = time.monotonic()
     while pending:
-        messages = consumer.consume(CONSUME_BATCH, CONSUME_WAIT_S)
+        # consume() waits until it has num_messages or the timeout passed: ask for what the
+        # windows still hold, so a task whose records are all there does not sit out the wait.
+        remaining = sum(w.until_offset - next_offset[tp] for tp, w in pending.items())
+        messages = consumer.consume(max(1, min(CONSUME_BATCH, remaining)), CONSUME_WAIT_S)
         progressed = False
         run: list[Message] = []
         run_tp = None
@@ -122,7 +125,7 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
                 run, run_tp = [], tp
             run.append(msg)
         progressed |= _flush(run_tp, run, pending, next_offset, on_records)
-        if pending and len(messages) < CONSUME_BATCH:
+        if pending and len(messages) < remaining:
             progressed |= _advance_by_position(consumer, pending, next_offset)
         if progressed:
             last_progress = time.monotonic()
