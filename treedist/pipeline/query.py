@@ -8,7 +8,6 @@ may duplicate (verify reports duplicates) but never loses a record.
 from __future__ import annotations
 
 import logging
-import os
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -34,7 +33,6 @@ def start_cluster_query(spark: SparkSession, plan: ClusterPlan, counters: Cluste
         spark.readStream.format(source.name())
         .load()
         .writeStream.format("noop")
-        .option("asyncProgressTrackingEnabled", os.environ.get("TD_ASYNC", "false"))
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.query_name)
         .trigger(processingTime=trigger_interval)

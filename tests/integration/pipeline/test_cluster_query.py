@@ -39,13 +39,17 @@ def _deployment(bootstrap, topic, checkpoints, **distributor):
 
 
 def _run_until(app, bootstrap, topic, total):
-    """Start `app`, wait until every cluster holds `total` records and the queries are idle."""
+    """Start `app`, wait until every cluster holds `total` records (a dict: per cluster) and
+    the queries are idle; the counts after that."""
     app.start()
     try:
-        counts = wait_for_counts(bootstrap, topic, total, timeout=240, check=app.check)
+        expected = total if isinstance(total, dict) else {c: total for c in bootstrap}
+        for cluster, count in expected.items():
+            wait_for_counts({cluster: bootstrap[cluster]}, topic, count, timeout=240, check=app.check)
         deadline = time.monotonic() + 30
         while not app.idle() and time.monotonic() < deadline:
             time.sleep(0.2)
+        counts = wait_for_counts(bootstrap, topic, 0, timeout=0)
         return counts, {p["distributor"]: p for p in app.progress()}
     finally:
         app.stop()
@@ -148,12 +152,13 @@ def test_checkpoints_of_the_version_before_read_once_resume_with_at_most_one_bat
     try:
         bootstrap = clusters.bootstrap
         deployment = _deployment(bootstrap, "legacy-orders", tmp_path / "state" / "checkpoints", max_records_per_trigger=150)
-        counts, by_name = _run_until(DistributionApp(deployment, spark), bootstrap, "legacy-orders", 510)
+        # c2: 450 before, the replayed batch (150) again, the 60 new records
+        counts, by_name = _run_until(DistributionApp(deployment, spark), bootstrap, "legacy-orders", {"c1": 510, "c2": 660})
         report = _report(deployment, "legacy-orders")
     finally:
         clusters.stop()
 
-    assert counts == {"c1": 510, "c2": 510}  # 3 x (100 + 20) from c1, 3 x 50 from c2
+    assert counts == {"c1": 510, "c2": 660}  # 3 x (100 + 20) from c1, 3 x 50 from c2, 150 replayed
     assert by_name["c1-L1"]["copied"] == 150 + 60  # the uncommitted batch again, and the new records
     assert by_name["c2-L1"]["copied"] == 0  # c2-L1 had committed everything
     for name, cluster in report.items():
