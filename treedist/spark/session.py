@@ -20,8 +20,26 @@ from pyspark.sql import SparkSession
 # by spark.sql.execution.arrow.maxRecordsPerBatch.
 NO_ARROW_BYTE_LIMIT = str(2**31 - 1)
 
+# Without the native Hadoop library (not shipped with the pip PySpark), Hadoop's local file
+# system forks a `chmod` process for every file it creates; the default FileContext-based
+# checkpoint manager creates several per micro-batch (offset log, commit log, their .crc
+# files), each a fork of the whole driver JVM. The FileSystem-based manager creates fewer:
+# measured on 2 cores, offset-log write 43 -> 15 ms per batch and ~5 -> ~1 forks per batch.
+# Its rename-based commit is atomic on local and HDFS-like file systems.
+CHECKPOINT_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+
+# The driver JVM only orchestrates (records are handled in Python workers): C1-only JIT and
+# the serial collector. Measured with the 4-cluster tree at 2,000 records/s: the C2 compiler
+# alone took ~15-20% of a core for as long as queries ran (each micro-batch brings newly
+# generated classes), and one hop's p99 fell from 1.5 s to 1.3 s with these options.
+LEAN_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 LEAN_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
+    "spark.sql.streaming.ui.enabled": "false",
+    "spark.sql.ui.retainedExecutions": "20",
+    "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_MANAGER,
+    "spark.driver.extraJavaOptions": LEAN_JVM_OPTIONS,
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.adaptive.enabled": "false",
@@ -30,9 +48,10 @@ LEAN_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.maxBytesPerBatch": NO_ARROW_BYTE_LIMIT,
 }
 
-# For short-lived sessions (tests): a JVM that starts fast but never reaches full JIT speed.
+# For short-lived sessions (tests): the lean JVM options (kept as a name of its own so tests
+# state what they rely on).
 FAST_START_CONF: dict[str, str] = {
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": LEAN_JVM_OPTIONS,
 }
 
 
