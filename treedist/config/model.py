@@ -8,10 +8,12 @@ and `topics.exclude` are like MM2's `topics` and `topics.exclude`.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -22,6 +24,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -36,6 +39,15 @@ from treedist.topology import (
     from_spec,
 )
 from treedist.topology.flags import MAX_LEVEL, MIN_LEVEL
+from treedist.topology.naming import (
+    DEFAULT_FORMAT,
+    Naming,
+    NamingError,
+    TopicFormat,
+    check_var_value,
+    is_valid_topic,
+    parse_template,
+)
 
 CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
 # librdkafka keys whose values are credentials: kept as SecretStr, never printed.
@@ -50,11 +62,43 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+VarValue = Annotated[StrictStr, AfterValidator(check_var_value)]
+
+
 class ClusterConfig(Frozen):
-    """One Kafka cluster. `client` passes librdkafka settings through (security included)."""
+    """One Kafka cluster. `client` passes librdkafka settings through (security included).
+
+    `topic_format` maps the deployment's logical topic names to this cluster's physical ones
+    (treedist.topology.naming): `{topic}` exactly once, other placeholders filled from `vars`.
+    """
 
     bootstrap_servers: str = Field(min_length=1)
     client: dict[str, ClientValue] = Field(default_factory=dict)
+    topic_format: StrictStr = DEFAULT_FORMAT
+    vars: dict[StrictStr, VarValue] = Field(default_factory=dict, validate_default=True)
+
+    @field_validator("topic_format")
+    @classmethod
+    def _format_parses(cls, value: str) -> str:
+        try:
+            parse_template(value)
+        except NamingError as err:
+            raise ValueError(err.reason) from None
+        return value
+
+    @field_validator("vars")
+    @classmethod
+    def _vars_fill_the_format(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if "topic_format" not in info.data:
+            return value  # the format itself failed; that error is reported
+        try:
+            TopicFormat.parse(info.data["topic_format"], value)
+        except NamingError as err:
+            raise ValueError(err.reason) from None
+        return value
+
+    def parsed_format(self) -> TopicFormat:
+        return TopicFormat.parse(self.topic_format, self.vars)
 
     @field_validator("client", mode="before")
     @classmethod
@@ -83,7 +127,14 @@ class ClusterConfig(Frozen):
 
 
 class TopicSelection(Frozen):
-    """Which topics are distributed: exact names and/or regexes, minus excludes (regexes)."""
+    """Which logical topics are distributed.
+
+    The one rule: a topic is selected iff it is listed in `names`, or it fully matches one of
+    `regex` and none of `exclude`. Excludes apply to regex matches only: an explicitly named
+    topic is always selected. The default excludes (`__.*`, `_schemas`, `\\..*`) keep internal
+    topics out of regex selections. Names are logical (see ClusterConfig.topic_format);
+    Deployment.selects applies this rule to a cluster's physical topic names.
+    """
 
     names: tuple[str, ...] = ()
     regex: tuple[str, ...] = ()
@@ -99,6 +150,14 @@ class TopicSelection(Frozen):
                 raise ValueError(f"bad regex {pattern!r}: {err}") from None
         return patterns
 
+    @field_validator("names")
+    @classmethod
+    def _valid_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for i, name in enumerate(names):
+            if not is_valid_topic(name):
+                raise ValueError(f"[{i}]: {name!r} is not a valid topic name (1..249 of [A-Za-z0-9._-], not '.' or '..')")
+        return names
+
     @model_validator(mode="after")
     def _something_selected(self) -> "TopicSelection":
         if not self.names and not self.regex:
@@ -106,9 +165,21 @@ class TopicSelection(Frozen):
         return self
 
     def matches(self, topic: str) -> bool:
-        if any(re.fullmatch(p, topic) for p in self.exclude) and topic not in self.names:
-            return False
-        return topic in self.names or any(re.fullmatch(p, topic) for p in self.regex)
+        """Whether the logical `topic` is selected (the rule in the class docstring)."""
+        if topic in self.names:
+            return True
+        return any(p.fullmatch(topic) for p in _compiled(self.regex)) and not any(
+            p.fullmatch(topic) for p in _compiled(self.exclude)
+        )
+
+    def excluded(self, topic: str) -> bool:
+        """Whether `topic` fully matches one of `exclude`."""
+        return any(p.fullmatch(topic) for p in _compiled(self.exclude))
+
+
+@lru_cache(maxsize=256)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p) for p in patterns)
 
 
 class InnerNodeSpec(Frozen):
@@ -213,6 +284,14 @@ class Deployment(Frozen):
             self.topology()
         except TopologyError as err:
             raise ValueError(f"targets: {err}") from None
+        naming = self.naming()
+        for i, name in enumerate(self.topics.names):
+            for cluster in self.clusters:
+                if naming.format(cluster).physical_or_none(name) is None:
+                    raise ValueError(
+                        f"topics.names[{i}]: {name!r} has no legal topic name on cluster {cluster!r} "
+                        f"(its topic_format leaves room for {naming.format(cluster).max_logical_length} characters)"
+                    )
         return self
 
     def tree_node(self) -> Node:
@@ -227,6 +306,35 @@ class Deployment(Frozen):
             return self.clusters[name]
         except KeyError:
             raise ConfigError(f"unknown cluster {name!r}; known: {sorted(self.clusters)}") from None
+
+    def naming(self) -> Naming:
+        """Every cluster's topic name format (physical <-> logical), parsed once per distinct config."""
+        return _naming(tuple((n, c.topic_format, tuple(c.vars.items())) for n, c in self.clusters.items()))
+
+    def selects(self, cluster: str, physical_topic: str) -> str | None:
+        """THE selection predicate for a topic as it exists on `cluster`.
+
+        The logical name if `physical_topic` fits the cluster's topic_format and that logical
+        name is selected by `topics` (TopicSelection.matches); None otherwise. Never raises for
+        a topic name; an unknown cluster is a ConfigError.
+        """
+        self.cluster(cluster)
+        logical = self.naming().logical(cluster, physical_topic)
+        return logical if logical is not None and self.topics.matches(logical) else None
+
+    def misfit(self, cluster: str, physical_topic: str) -> bool:
+        """Whether `physical_topic` on `cluster` should be reported as not fitting the cluster's
+        topic_format: it does not fit, and is not itself excluded (an internal topic such as
+        `__consumer_offsets` under the default excludes). Such a topic is never distributed."""
+        self.cluster(cluster)
+        if self.naming().logical(cluster, physical_topic) is not None:
+            return False
+        return not (isinstance(physical_topic, str) and self.topics.excluded(physical_topic))
+
+
+@lru_cache(maxsize=64)
+def _naming(specs: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]) -> Naming:
+    return Naming.parse({name: (fmt, dict(vars)) for name, fmt, vars in specs})
 
 
 def _plain(spec: object) -> object:

@@ -11,6 +11,7 @@ from treedist.topology.flags import (
     parse_flags,
     should_copy,
 )
+from treedist.topology.naming import Naming, NamingError, TopicFormat, is_valid_topic
 from treedist.topology.simulate import Hop, Simulation, simulate
 from treedist.topology.tree import Inner, Leaf, Node, from_spec, leaves, to_spec
 
@@ -18,5 +19,5 @@ __all__ = [
     "Distributor", "Topology", "build_topology", "TopologyError", "MalformedFlags",
     "MalformedFlagsPolicy", "encode_flags", "level_bit", "level_mask", "parse_flags",
     "should_copy", "Hop", "Simulation", "simulate", "Inner", "Leaf", "Node", "from_spec",
-    "leaves", "to_spec",
+    "leaves", "to_spec", "Naming", "NamingError", "TopicFormat", "is_valid_topic",
 ]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import pickle
+import re
 from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
@@ -539,3 +541,172 @@ def test_a_null_client_setting_names_the_setting(write_yaml):
     data["clusters"]["c2"]["client"] = {"sasl.username": None}
     path = write_yaml(_dump(data))
     _assert_names(_error(path), path, "clusters.c2.client", "sasl.username")
+
+
+# --- topic selection: one rule ------------------------------------------------------------
+
+
+def _selection(**topics):
+    data = _base()
+    data["topics"] = topics
+    return parse_deployment(data, source="sel.yaml")
+
+
+def test_names_and_regex_together_select_both():
+    """README's own example: exact names and regexes in one selection."""
+    dep = _selection(names=["orders"], regex=[r"payments\..*"])
+    assert dep.topics.matches("orders") and dep.topics.matches("payments.eu")
+    assert not dep.topics.matches("payments") and not dep.topics.matches("orders2")
+    assert not dep.topics.matches("xpayments.eu")  # regexes match in full
+
+
+def test_an_explicitly_named_topic_is_selected_even_when_an_exclude_matches_it():
+    dep = _selection(names=["__audit", "events-internal"], regex=["events-.*"], exclude=["events-internal", "__.*"])
+    assert dep.topics.matches("__audit") and dep.topics.matches("events-internal")
+    assert dep.topics.matches("events-a") and not dep.topics.matches("__other")
+
+
+def test_the_default_excludes_keep_internal_topics_out_of_regex_selections():
+    dep = _selection(regex=[".*"])
+    for internal in ("__consumer_offsets", "__transaction_state", "_schemas", ".internal", "__amazon_msk_canary"):
+        assert not dep.topics.matches(internal), internal
+    for normal in ("orders", "_private", "a.b", "a__b"):
+        assert dep.topics.matches(normal), normal
+
+
+TOPICS = st.text(alphabet="ab._-", min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(TOPICS.filter(lambda t: t not in (".", "..")), max_size=3),
+    st.lists(st.sampled_from(["a.*", "b+", r".*\..*", "_.*", "a_b", ".*"]), max_size=3),
+    st.lists(st.sampled_from(["__.*", "_schemas", r"\..*", "a.*", ".*b"]), max_size=3),
+    TOPICS,
+)
+def test_a_topic_is_selected_iff_named_or_regex_matched_and_not_excluded(names, regex, exclude, topic):
+    """The one selection rule, against an oracle written from its statement."""
+    assume(names or regex)
+    dep = _selection(names=names, regex=regex, exclude=exclude)
+    named = topic in names
+    regexed = any(re.fullmatch(p, topic) for p in regex)
+    excluded = any(re.fullmatch(p, topic) for p in exclude)
+    assert dep.topics.matches(topic) is (named or (regexed and not excluded))
+    if named:
+        assert dep.topics.matches(topic)
+    if excluded and not named:
+        assert not dep.topics.matches(topic)
+
+
+@pytest.mark.parametrize("name", ["a b", "", ".", "..", "x/y", "t" * 250])
+def test_a_named_topic_that_is_not_a_valid_topic_name_is_rejected(write_yaml, name):
+    data = _base()
+    data["topics"] = {"names": ["ok", name]}
+    path = write_yaml(_dump(data))
+    _assert_names(_error(path), path, "topics.names", "[1]", "not a valid topic name")
+
+
+# --- per-cluster topic formats ------------------------------------------------------------
+
+
+ACME = {
+    "c1": {"topic_format": "{tenant}-{instance}-{environment}-{topic}",
+           "vars": {"tenant": "acme", "instance": "prod", "environment": "eu"}},
+    "c3": {"topic_format": "{tenant}-{environment}-{topic}", "vars": {"tenant": "acme", "environment": "eu"}},
+}
+
+
+def _acme(**topics) -> dict:
+    data = _base()
+    for cluster, fields in ACME.items():
+        data["clusters"][cluster].update(copy.deepcopy(fields))
+    data["topics"] = topics or {"names": ["orders"], "regex": [r"payments\..*"]}
+    return data
+
+
+def test_the_issue_example_loads_and_translates_both_ways(write_yaml):
+    """acme-prod-eu-orders on c1 is acme-eu-orders on c3 (and orders on c2, c4), and back."""
+    dep = load_deployment(write_yaml(_dump(_acme())))
+    assert dep.clusters["c1"].topic_format == "{tenant}-{instance}-{environment}-{topic}"
+    assert dep.clusters["c2"].topic_format == "{topic}" and dep.clusters["c2"].vars == {}
+    naming = dep.naming()
+    assert naming.translate("c1", "acme-prod-eu-orders", "c3") == "acme-eu-orders"
+    assert naming.translate("c3", "acme-eu-orders", "c1") == "acme-prod-eu-orders"
+    assert naming.translate("c1", "acme-prod-eu-orders", "c2") == "orders"
+    assert naming.physical("c4", "orders") == "orders"
+    assert dep.naming() is naming  # parsed once per distinct configuration
+    assert pickle.loads(pickle.dumps(naming)) == naming
+
+
+def test_selects_is_the_logical_name_of_a_fitting_selected_physical_topic(write_yaml):
+    dep = load_deployment(write_yaml(_dump(_acme())))
+    assert dep.selects("c1", "acme-prod-eu-orders") == "orders"
+    assert dep.selects("c1", "acme-prod-eu-payments.eu") == "payments.eu"
+    assert dep.selects("c3", "acme-eu-orders") == "orders"
+    assert dep.selects("c2", "orders") == "orders"
+    # fits but not selected
+    assert dep.selects("c1", "acme-prod-eu-shipments") is None
+    assert dep.selects("c1", "acme-prod-eu-__consumer_offsets") is None
+    # does not fit: not selected, reported as a misfit unless it is excluded (internal)
+    for name in ("orders", "acme-eu-orders", "other-prod-eu-orders", "acme-prod-eu-", "bad name"):
+        assert dep.selects("c1", name) is None
+        assert dep.misfit("c1", name)
+    assert not dep.misfit("c1", "__consumer_offsets") and not dep.misfit("c1", "_schemas")
+    assert not dep.misfit("c1", "acme-prod-eu-shipments")  # fits; simply not selected
+    with pytest.raises(ConfigError, match="unknown cluster 'c9'"):
+        dep.selects("c9", "orders")
+
+
+@settings(max_examples=100, deadline=None)
+@given(TOPICS)
+def test_with_the_default_format_selects_is_the_selection_rule(topic):
+    dep = _selection(names=["a"], regex=["a.*", "b+"])
+    for cluster in dep.clusters:
+        assert dep.selects(cluster, topic) == (topic if dep.topics.matches(topic) else None)
+
+
+@pytest.mark.parametrize(
+    "fields, field, reason",
+    [
+        ({"topic_format": "{topic}-{topic}"}, "clusters.c2.topic_format", "exactly once"),
+        ({"topic_format": "orders"}, "clusters.c2.topic_format", "exactly once"),
+        ({"topic_format": "{tenant}{environment}-{topic}", "vars": {"tenant": "a", "environment": "b"}},
+         "clusters.c2.topic_format", "adjacent"),
+        ({"topic_format": "{tenant}{topic}", "vars": {"tenant": "a"}}, "clusters.c2.topic_format", "adjacent"),
+        ({"topic_format": "{tenant-{topic}"}, "clusters.c2.topic_format", "braces"),
+        ({"topic_format": "acme:{topic}"}, "clusters.c2.topic_format", "not allowed in topic names"),
+        ({"topic_format": 7}, "clusters.c2.topic_format", "valid string"),
+        ({"topic_format": "{tenant}-{topic}"}, "clusters.c2.vars", "no value for placeholder(s) {tenant}"),
+        ({"vars": {"tenant": "acme"}}, "clusters.c2.vars", "unknown var 'tenant'"),
+        ({"topic_format": "{tenant}-{topic}", "vars": {"tenant": "acme", "team": "x"}},
+         "clusters.c2.vars", "unknown var 'team'"),
+        ({"topic_format": "{tenant}-{topic}", "vars": {"tenant": ""}}, "clusters.c2.vars.tenant", "non-empty"),
+        ({"topic_format": "{tenant}-{topic}", "vars": {"tenant": "ac me"}}, "clusters.c2.vars.tenant", "[A-Za-z0-9._-]"),
+        ({"topic_format": "{tenant}-{topic}", "vars": {"tenant": 42}}, "clusters.c2.vars.tenant", "valid string"),
+        ({"topic_format": "{tenant}-{topic}", "vars": {"tenant": "x" * 248}}, "clusters.c2.vars", "at most 249"),
+    ],
+    ids=["topic-twice", "no-topic", "adjacent-vars", "var-then-topic", "braces", "bad-literal", "not-a-string",
+         "missing-var", "unused-var", "extra-var", "empty-value", "bad-value", "number-value", "too-long"],
+)
+def test_a_bad_topic_format_is_rejected_at_load_naming_the_cluster_and_field(write_yaml, fields, field, reason):
+    data = _base()
+    data["clusters"]["c2"].update(fields)
+    path = write_yaml(_dump(data))
+    message = _error(path)
+    _assert_names(message, path, f"{field}: ", reason)
+
+
+def test_a_named_topic_with_no_legal_name_on_some_cluster_is_rejected(write_yaml):
+    data = _acme(names=["t" * 240])
+    path = write_yaml(_dump(data))
+    _assert_names(_error(path), path, "topics.names[0]", "cluster 'c1'", "no legal topic name")
+
+
+def test_the_readme_example_deployment_loads_and_its_formats_translate():
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    block = readme.split("## A deployment file", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    dep = parse_deployment(yaml.safe_load(block), source="README.md")
+    assert dep.selects("dc2-a", "acme-prod-eu-orders") == "orders"
+    assert dep.selects("dc1-a", "payments.eu") == "payments.eu"
+    assert dep.naming().translate("dc2-a", "acme-prod-eu-orders", "dc2-b") == "acme-eu-orders"
+    assert dep.naming().translate("dc2-b", "acme-eu-orders", "dc1-b") == "orders"
