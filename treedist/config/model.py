@@ -39,6 +39,7 @@ from treedist.topology import (
     from_spec,
 )
 from treedist.topology.flags import MAX_LEVEL, MIN_LEVEL
+from treedist.topology.selection import TopicFilter
 from treedist.topology.naming import (
     DEFAULT_FORMAT,
     Naming,
@@ -164,22 +165,17 @@ class TopicSelection(Frozen):
             raise ValueError("select at least one topic by names or regex")
         return self
 
+    def filter(self) -> TopicFilter:
+        """The rule as a plain value (what the distributors' plans carry)."""
+        return TopicFilter(self.names, self.regex, self.exclude)
+
     def matches(self, topic: str) -> bool:
         """Whether the logical `topic` is selected (the rule in the class docstring)."""
-        if topic in self.names:
-            return True
-        return any(p.fullmatch(topic) for p in _compiled(self.regex)) and not any(
-            p.fullmatch(topic) for p in _compiled(self.exclude)
-        )
+        return self.filter().matches(topic)
 
     def excluded(self, topic: str) -> bool:
         """Whether `topic` fully matches one of `exclude`."""
-        return any(p.fullmatch(topic) for p in _compiled(self.exclude))
-
-
-@lru_cache(maxsize=256)
-def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p) for p in patterns)
+        return self.filter().excluded(topic)
 
 
 class InnerNodeSpec(Frozen):

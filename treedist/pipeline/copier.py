@@ -5,7 +5,8 @@ For each record read (once) from the source cluster:
      follows the MalformedFlagsPolicy, is counted per level and logged with cluster, topic,
      partition and offset;
   2. for each level whose window holds the record's offset: copy iff flags & mask == 0;
-  3. the copy keeps key, value, timestamp, partition and the other headers in order, with
+  3. the copy goes to the target's name of the topic (per-cluster topic formats) and keeps
+     key, value, timestamp, partition and the other headers in order, with
      one copy-flag header carrying flags | bit after them, and the origin header
      (cluster/topic/partition/offset) added when the record has none, i.e. on the first copy
      from the cluster the record was produced on.
@@ -70,6 +71,7 @@ class LevelCopy:
     bit: int
     produce: Produce
     on_queue_full: OnQueueFull
+    topics: dict[str, str] | None = None  # source topic -> the target's name of it (None: the same)
     encoded: dict[int, bytes] = field(default_factory=dict)  # flags -> header value of flags | bit
 
     def flag_value(self, flags: int) -> bytes:
@@ -114,6 +116,7 @@ class RecordCopier:
         stats = self.stats
         level_stats = stats.levels
         origin_prefix = f"{self.cluster}/{topic}/{partition}/"
+        out_topics = [lc.topics[topic] if lc.topics is not None else topic for lc in levels]
         limit = self.max_record_bytes
         copied_bytes = 0
         for msg in records:
@@ -166,9 +169,9 @@ class RecordCopier:
                 if origin is not None:
                     new_headers.append((oh, origin))
                 try:
-                    lc.produce(topic, value, key, partition, timestamp=ts, headers=new_headers)
+                    lc.produce(out_topics[i], value, key, partition, timestamp=ts, headers=new_headers)
                 except BufferError:
-                    lc.on_queue_full(topic, value, key, partition, ts, new_headers)
+                    lc.on_queue_full(out_topics[i], value, key, partition, ts, new_headers)
                 level_stats[i].copied += 1
                 copied_bytes += size
         stats.records_in += len(records)

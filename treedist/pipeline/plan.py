@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Mapping
 
 from treedist.config import Deployment
-from treedist.config.model import TopicSelection
 from treedist.spark import options
 from treedist.topology import Distributor
 from treedist.topology.flags import MalformedFlagsPolicy
+from treedist.topology.naming import Naming
+from treedist.topology.selection import TopicFilter
 
 # Below this many records a batch runs as one task: a task costs a Python worker round trip,
 # and on small machines several queries already compete for the cores.
@@ -44,7 +45,8 @@ class ClusterPlan:
 
     cluster: str
     levels: tuple[LevelPlan, ...]  # lowest level first
-    topics: TopicSelection
+    selection: TopicFilter  # which logical topics are distributed
+    naming: Naming  # every cluster's topic name format: physical <-> logical
     consumer: Mapping[str, str]  # librdkafka settings of the source (replay-safe)
     producers: Mapping[str, Mapping[str, str]]  # target cluster -> librdkafka settings
     flags_header: str
@@ -67,6 +69,17 @@ class ClusterPlan:
     @property
     def delivery_timeout_s(self) -> float:
         return int(next(iter(self.producers.values()))["delivery.timeout.ms"]) / 1000.0
+
+    def selects(self, physical_topic: str) -> bool:
+        """Whether a topic of this cluster is distributed: it fits the cluster's topic
+        format and its logical name is selected (`Deployment.selects`, on plain values)."""
+        logical = self.naming.logical(self.cluster, physical_topic)
+        return logical is not None and self.selection.matches(logical)
+
+    def misfit(self, physical_topic: str) -> bool:
+        """A topic that does not fit the cluster's topic format and is not excluded by name:
+        never distributed, reported once (`Deployment.misfit`)."""
+        return self.naming.logical(self.cluster, physical_topic) is None and not self.selection.excluded(physical_topic)
 
     def level(self, level: int) -> LevelPlan:
         for lp in self.levels:
@@ -109,7 +122,8 @@ def plan_cluster(deployment: Deployment, cluster: str, max_tasks: int = 2) -> Cl
     return ClusterPlan(
         cluster=cluster,
         levels=tuple(LevelPlan(d.name, d.level, d.mask, d.bit, d.target, tuple(d.subtree)) for d in dists),
-        topics=deployment.topics,
+        selection=deployment.topics.filter(),
+        naming=deployment.naming(),
         consumer=consumer_settings(deployment.cluster(cluster).client_config()),
         producers={
             leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)

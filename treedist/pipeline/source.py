@@ -65,6 +65,7 @@ class DistributorReader(DataSourceStreamReader):
         self._listing: list[TopicPartitionKey] = []
         self._listed_at = float("-inf")
         self._latest: dict[TopicPartitionKey, int] = {}
+        self._misfits: set[str] = set()
 
     def __getstate__(self) -> dict:
         # Pickled into executors for `read`: broker clients stay on the driver.
@@ -153,10 +154,19 @@ class DistributorReader(DataSourceStreamReader):
             self._offsets = BrokerMetadata(self.plan.consumer, int(self.plan.metadata_timeout_s * 1000))
         return self._offsets
 
+    def _selects(self, topic: str) -> bool:
+        if self.plan.misfit(topic) and topic not in self._misfits:
+            self._misfits.add(topic)
+            log.warning(
+                "cluster %s: topic %r does not fit the cluster's topic_format; it is not distributed",
+                self.plan.cluster, topic,
+            )
+        return self.plan.selects(topic)
+
     def _partitions(self, force: bool = False) -> list[TopicPartitionKey]:
         now = time.monotonic()
         if force or now - self._listed_at >= self.plan.topic_refresh_seconds:
-            self._listing = self._reader().partitions(self.plan.topics.matches)
+            self._listing = self._reader().partitions(self._selects)
             self._listed_at = now
         return self._listing
 

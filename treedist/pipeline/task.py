@@ -54,12 +54,16 @@ def run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
     try:
         wanted = _max_partition_per_topic(task.windows)
         level_targets = [targets.get(lp.level, lp.target) for lp in plan.levels]
+        names = {t: _target_names(plan, wanted, t) for t in set(level_targets)}
         for target in level_targets:
             if target not in producers:
                 producers[target] = clients.take_producer(plan.producers[target])
-                _check_target(producers[target], target, wanted)
+                _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()})
         level_copies = [
-            LevelCopy(lp.level, lp.mask, lp.bit, producers[t].raw.produce, producers[t].produce_when_queue_drains)
+            LevelCopy(
+                lp.level, lp.mask, lp.bit, producers[t].raw.produce, producers[t].produce_when_queue_drains,
+                None if all(k == v for k, v in names[t].items()) else names[t],
+            )
             for lp, t in zip(plan.levels, level_targets)
         ]
         copier = RecordCopier(
@@ -89,6 +93,19 @@ def _max_partition_per_topic(windows: Sequence[PartitionWindow]) -> dict[str, in
     for w in windows:
         wanted[w.topic] = max(wanted.get(w.topic, -1), w.partition)
     return wanted
+
+
+def _target_names(plan: ClusterPlan, topics: dict[str, int], target: str) -> dict[str, str]:
+    """Each source topic's name on `target` (the clusters' topic formats)."""
+    names = {}
+    for topic in topics:
+        name = plan.naming.translate(plan.cluster, topic, target)
+        if name is None:
+            raise PipelineError(
+                f"topic {topic!r} of cluster {plan.cluster!r} has no name on target {target!r} under their topic formats"
+            )
+        names[topic] = name
+    return names
 
 
 def _check_target(producer: BatchProducer, target: str, wanted: dict[str, int]) -> None:

@@ -167,6 +167,37 @@ def test_checkpoints_of_the_version_before_read_once_resume_with_at_most_one_bat
     assert report["c2"].duplicated == 150  # exactly one batch replayed
 
 
+def test_copies_go_to_each_clusters_name_of_the_topic(spark, local_kafka, unique_topic, tmp_path):
+    """Per-cluster topic formats: `acme-prod-eu-<t>` on c1 is `acme-eu-<t>` on c2, and back."""
+    bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
+    spec = local_deployment(
+        bootstrap, topics=[unique_topic], tree=TREE, checkpoint_location=str(tmp_path / "checkpoints"),
+        distributor={"trigger_interval": "200 milliseconds"},
+    )
+    spec["clusters"]["c1"].update(topic_format="{tenant}-{instance}-{environment}-{topic}",
+                                  vars={"tenant": "acme", "instance": "prod", "environment": "eu"})
+    spec["clusters"]["c2"].update(topic_format="{tenant}-{environment}-{topic}", vars={"tenant": "acme", "environment": "eu"})
+    deployment = parse_deployment(spec)
+    names = {"c1": f"acme-prod-eu-{unique_topic}", "c2": f"acme-eu-{unique_topic}"}
+    for cluster, name in names.items():
+        create_topic_everywhere({cluster: bootstrap[cluster]}, name, PARTITIONS)
+        produce_concurrently({cluster: bootstrap[cluster]}, name, 120 if cluster == "c1" else 80, PARTITIONS)
+    create_topic_everywhere({"c1": bootstrap["c1"]}, unique_topic, 1)  # a topic that does not fit c1's format
+
+    app = DistributionApp(deployment, spark)
+    app.start()
+    try:
+        counts = {c: wait_for_counts({c: bootstrap[c]}, names[c], 200, timeout=180, check=app.check)[c] for c in CLUSTERS}
+        deadline = time.monotonic() + 30
+        while not app.idle() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        progress = {p["distributor"]: p for p in app.progress()}
+    finally:
+        app.stop()
+    assert counts == {"c1": 200, "c2": 200}
+    assert {n: p["copied"] for n, p in progress.items()} == {"c1-L1": 120, "c2-L1": 80}
+
+
 def _await_no_running_tasks(spark, timeout: float) -> None:
     tracker = spark.sparkContext._jsc.sc().statusTracker()
     deadline = time.monotonic() + timeout
