@@ -95,6 +95,31 @@ def wait_ready(broker: LocalBroker, timeout: float = 20.0) -> None:
     raise LocalClusterError(f"local cluster {broker.name!r} at {broker.bootstrap} did not answer metadata in {timeout}s: {last}")
 
 
+PORT_TAKEN_ATTEMPTS = 3
+
+
+def _ready_or_restarted(broker: LocalBroker, base: Path, timeout: float) -> LocalBroker:
+    """Wait for `broker`; if it exited because another process took its free port between
+    `free_port()` and its bind (a race on a busy machine), start it again on a new port
+    (bounded attempts)."""
+    for attempt in range(1, PORT_TAKEN_ATTEMPTS + 1):
+        try:
+            wait_ready(broker, timeout)
+            return broker
+        except LocalClusterError:
+            if attempt == PORT_TAKEN_ATTEMPTS or pid_alive(broker.pid) or not _port_was_taken(broker):
+                raise
+            broker = start_broker(broker.name, base)
+    raise AssertionError("unreachable")
+
+
+def _port_was_taken(broker: LocalBroker) -> bool:
+    try:
+        return "already in use" in Path(broker.log_file).read_text(errors="replace")[-2000:]
+    except OSError:
+        return False
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -164,8 +189,8 @@ class LocalClusters:
                     # Same port as before when we can: a deployment file may point at it.
                     port = old.port if old and _port_free(old.port) else None
                     brokers[name] = start_broker(name, base, port)
-            for broker in brokers.values():
-                wait_ready(broker, timeout)
+            for name, broker in list(brokers.items()):
+                brokers[name] = _ready_or_restarted(broker, base, timeout)
         except Exception:
             for broker in brokers.values():
                 stop_pid(broker.pid)
