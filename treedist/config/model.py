@@ -217,7 +217,7 @@ class SparkConfig(Frozen):
 
 class DistributorConfig(Frozen):
     max_records_per_trigger: int = Field(default=200_000, gt=0)
-    trigger_interval: str = "1 second"
+    trigger_interval: str = "100 milliseconds"
     malformed_flags: MalformedFlagsPolicy = MalformedFlagsPolicy.COPY
     max_record_bytes: int = Field(default=1_000_000, gt=0)
     delivery_timeout_ms: int = Field(default=120_000, gt=0)

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from treedist.config import Deployment
 from treedist.spark import options
-from treedist.topology import Distributor
 from treedist.topology.flags import MalformedFlagsPolicy
 from treedist.topology.naming import Naming
 from treedist.topology.selection import TopicFilter
+
+if TYPE_CHECKING:  # the plan is unpickled in every planner and executor process: no pydantic there
+    from treedist.config import Deployment
+    from treedist.topology import Distributor
 
 # Below this many records a batch runs as one task: a task costs a Python worker round trip,
 # and on small machines several queries already compete for the cores.
@@ -104,16 +106,16 @@ def _strings(client: Mapping[str, object]) -> dict[str, str]:
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in client.items()}
 
 
-def checkpoint_root(deployment: Deployment) -> Path:
+def checkpoint_root(deployment: "Deployment") -> Path:
     return Path(deployment.checkpoint_location).resolve()
 
 
-def legacy_checkpoint(deployment: Deployment, dist: Distributor) -> str:
+def legacy_checkpoint(deployment: "Deployment", dist: "Distributor") -> str:
     """Where a distributor's own query (one per cluster and level, before read-once) kept its offsets."""
     return str(checkpoint_root(deployment) / dist.name)
 
 
-def plan_cluster(deployment: Deployment, cluster: str, max_tasks: int = 2) -> ClusterPlan:
+def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2) -> ClusterPlan:
     """The plan of `cluster`'s query (driver). Producer settings cover every leaf of every
     sibling subtree, so a target can be switched to any of them without a new plan."""
     dists = deployment.topology().distributors[cluster]
@@ -141,7 +143,7 @@ def plan_cluster(deployment: Deployment, cluster: str, max_tasks: int = 2) -> Cl
     )
 
 
-def plan_all(deployment: Deployment, max_tasks: int = 2) -> list[ClusterPlan]:
+def plan_all(deployment: "Deployment", max_tasks: int = 2) -> list[ClusterPlan]:
     """One plan per cluster, in the tree's leaf order."""
     topology = deployment.topology()
     return [plan_cluster(deployment, c, max_tasks) for c in topology.clusters if topology.distributors[c]]
