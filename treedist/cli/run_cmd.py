@@ -39,7 +39,8 @@ def run(
     keep_clusters: bool = typer.Option(False, "--keep-clusters", help="Demo only: leave the local clusters running afterwards."),
     drain_timeout: float = typer.Option(180.0, "--drain-timeout", help="Demo only: seconds to wait for distributors to catch up before verifying."),
 ) -> None:
-    """Run all distributors (one streaming query per cluster and level) until Ctrl-C or --duration."""
+    """Run all distributors (one streaming query per source cluster, reading each record once
+    for all of its levels) until Ctrl-C or --duration."""
     if config is not None:
         _run_deployment(load(config), duration)
         return
@@ -93,7 +94,11 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         deployment = parse_deployment(spec, source=str(state_dir / "deployment.yaml"))
         for name, cluster in deployment.clusters.items():
             ensure_topics(name, admin_client(cluster.client_config()), {DEMO_TOPIC: partitions})
-        console.print(f"deployment written to {state_dir / 'deployment.yaml'}; starting Spark and 8 distributors ...")
+        distributors = len(deployment.topology().all_distributors())
+        console.print(
+            f"deployment written to {state_dir / 'deployment.yaml'}; starting Spark, one query per cluster "
+            f"({len(deployment.clusters)} queries, {distributors} distributors) ..."
+        )
         spark = _session(deployment)
         app = DistributionApp(deployment, spark)
         app.start()
