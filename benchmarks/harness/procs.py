@@ -1,0 +1,151 @@
+"""CPU and memory of process trees, read from /proc (Linux), sampled in a background thread.
+
+A tree is a root PID and all its descendants. Children are sampled periodically, so the CPU
+of a process that exits between two samples is counted up to its last sample (Spark's Python
+workers are long-lived; the short-lived ones are a few ms each). Processes can be left out
+of a tree (the local brokers, which are children of the benchmark process but not part of
+what is measured).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+_TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _stat(pid: int) -> tuple[int, float, int] | None:
+    """(ppid, cpu seconds (user+system), rss bytes) of a live process, else None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK, int(fields[21]) * _PAGE
+
+
+def _all() -> dict[int, tuple[int, float, int]]:
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = _stat(int(name))
+            if st is not None:
+                out[int(name)] = st
+    return out
+
+
+def tree(root: int, procs: dict[int, tuple[int, float, int]], exclude: set[int] = frozenset()) -> set[int]:
+    """`root` and its descendants in a snapshot, minus `exclude` and their descendants."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid in exclude or pid not in procs:
+            continue
+        found.add(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent not idle since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    idle = values[3] + values[4]
+    return (sum(values[:8]) - idle) / _TICK
+
+
+@dataclass
+class Window:
+    """CPU seconds per tree (and the machine) between two marks."""
+
+    seconds: float
+    cpu: dict[str, float]
+    machine_busy: float
+
+    def as_dict(self) -> dict:
+        return {
+            "seconds": round(self.seconds, 3),
+            "cpu_seconds": {k: round(v, 3) for k, v in self.cpu.items()},
+            "machine_busy_cpu_seconds": round(self.machine_busy, 3),
+            "other_processes_cpu_seconds": round(max(0.0, self.machine_busy - sum(self.cpu.values())), 3),
+            "machine_busy_fraction": round(self.machine_busy / (self.seconds * (os.cpu_count() or 1)), 3) if self.seconds else None,
+        }
+
+
+@dataclass
+class TreeMeter:
+    """Samples named process trees every `interval` seconds: CPU per tree, peak RSS per tree."""
+
+    roots: dict[str, int]
+    exclude: set[int] = field(default_factory=set)
+    interval: float = 0.25
+    _cpu: dict[str, dict[int, float]] = field(default_factory=dict)
+    peak_rss: dict[str, int] = field(default_factory=dict)
+    history: list[tuple[float, dict[str, float], float]] = field(default_factory=list)  # (time, cpu per tree, machine busy)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="tree-meter", daemon=True)
+
+    def add(self, name: str, pid: int) -> None:
+        with self._lock:
+            self.roots[name] = pid
+        self.sample()
+
+    def start(self) -> "TreeMeter":
+        self.sample()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        procs = _all()
+        with self._lock:
+            for name, root in self.roots.items():
+                pids = tree(root, procs, self.exclude)
+                seen = self._cpu.setdefault(name, {})
+                for pid in pids:
+                    seen[pid] = max(seen.get(pid, 0.0), procs[pid][1])
+                rss = sum(procs[pid][2] for pid in pids)
+                self.peak_rss[name] = max(self.peak_rss.get(name, 0), rss)
+            self.history.append(
+                (time.monotonic(), {n: sum(seen.values()) for n, seen in self._cpu.items()}, machine_busy_seconds())
+            )
+
+    def mark(self) -> tuple[float, dict[str, float], float]:
+        """A point to measure from or to: (monotonic time, cpu per tree, machine busy)."""
+        self.sample()
+        with self._lock:
+            cpu = {name: sum(seen.values()) for name, seen in self._cpu.items()}
+        return time.monotonic(), cpu, machine_busy_seconds()
+
+    @staticmethod
+    def between(start: tuple, end: tuple) -> Window:
+        t0, c0, m0 = start
+        t1, c1, m1 = end
+        return Window(t1 - t0, {k: v - c0.get(k, 0.0) for k, v in c1.items()}, m1 - m0)
+
+    def at(self, when: float) -> tuple[float, dict[str, float], float]:
+        """The sample closest to monotonic time `when` (for windows found after the fact)."""
+        with self._lock:
+            return min(self.history, key=lambda h: abs(h[0] - when))
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak_rss.clear()

@@ -1,0 +1,68 @@
+"""Results files and run facts: one JSON document per run in benchmarks/results/, a watchdog."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import _thread
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def machine() -> dict:
+    def version(module: str) -> str | None:
+        try:
+            return __import__(module).__version__
+        except Exception:  # a missing module is reported as None, not a failed benchmark
+            return None
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    return {
+        "cpus": os.cpu_count(),
+        "loadavg": os.getloadavg(),
+        "python": platform.python_version(),
+        "java": java[0] if java else None,
+        "pyspark": version("pyspark"),
+        "confluent_kafka": version("confluent_kafka"),
+        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                 cwd=RESULTS.parent).stdout.strip() or None,
+    }
+
+
+def save(scenario: str, document: dict, keep: bool = True) -> Path | None:
+    document = {"scenario": scenario, "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **document}
+    text = json.dumps(document, indent=2)
+    print(text)
+    if not keep:
+        return None
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{scenario}-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}.json"
+    path.write_text(text + "\n")
+    print(f"saved {path}", file=sys.stderr)
+    return path
+
+
+def watchdog(seconds: float) -> None:
+    """After `seconds`, interrupt the main thread (KeyboardInterrupt: the scenario's `finally`
+    blocks stop treedist and the brokers by PID); if it is still running 120 s later, exit."""
+
+    def fire() -> None:
+        print(f"watchdog: benchmark still running after {seconds:.0f}s; stopping it", file=sys.stderr)
+        _thread.interrupt_main()
+        last = threading.Timer(120, lambda: os._exit(3))
+        last.daemon = True
+        last.start()
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,59 @@
+"""treedist as the benchmarks run it: `treedist run -c FILE` as a subprocess in its own
+process group, stopped with SIGINT (as Ctrl-C), escalated after a timeout, by PID only."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from treedist.local.deployment import local_deployment
+
+
+def write_deployment(path: Path, bootstrap: dict[str, str], tree: object, topics: list[str], checkpoints: Path,
+                     master: str = "local[2,4]", distributor: dict | None = None) -> Path:
+    spec = local_deployment(bootstrap, topics=topics, tree=tree, checkpoint_location=str(checkpoints),
+                            spark={"master": master}, **({"distributor": distributor} if distributor else {}))
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+class TreedistRun:
+    """One `treedist run -c` process; `pid` is the root of the tree to measure."""
+
+    def __init__(self, config: Path, log_file: Path) -> None:
+        self.log_file = log_file
+        self.started = time.monotonic()
+        cli = Path(sys.executable).parent / "treedist"
+        command = [str(cli)] if cli.exists() else [sys.executable, "-c", "from treedist.cli import main; main()"]
+        with open(log_file, "ab") as log:
+            self.proc = subprocess.Popen(command + ["run", "-c", str(config)], stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self.pid = self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def check(self) -> None:
+        if not self.alive():
+            tail = self.log_file.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"treedist run exited with {self.proc.returncode}:\n{tail}")
+
+    def stop(self, timeout: float = 90.0) -> int | None:
+        for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
+            if not self.alive():
+                break
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                continue
+        return self.proc.returncode

@@ -1,0 +1,105 @@
+"""Single link: one source cluster, one target, the same preloaded records copied by
+(a) a hand-written consume -> produce loop, (b) treedist (2-cluster tree; the target's own
+distributor reads the copies and skips them), (c) produce-only into a fresh broker; then
+one hop's latency at a fixed rate with treedist warm.
+
+Ratios: b/a and b/c (records/s), CPU per record b/a (treedist's process tree: driver, JVM,
+Python workers; against the loop's process; brokers reported apart).
+Run: .venv/bin/python -m benchmarks.single_link [--quick] [--records N] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from benchmarks.harness.kafka import Counts, LandingSampler, LatencyReader, Records, percentiles, preload, produce_at_rate
+from benchmarks.harness.procs import TreeMeter
+from benchmarks.harness.results import log, machine, save, watchdog
+from benchmarks.harness.treedist_run import write_deployment
+from benchmarks.harness.workbench import Workbench
+
+TOPIC, LAT = "bench", "bench-lat"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--records", type=int, default=400_000)
+    p.add_argument("--partitions", type=int, default=8)
+    p.add_argument("--value-bytes", type=int, default=100)
+    p.add_argument("--latency-rate", type=float, default=2000)
+    p.add_argument("--latency-seconds", type=float, default=20)
+    p.add_argument("--master", default="local[2,4]")
+    p.add_argument("--quick", action="store_true", help="small smoke run (40k records, 5 s latency)")
+    p.add_argument("--no-save", action="store_true")
+    p.add_argument("--max-seconds", type=float, default=900)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.records, args.latency_seconds = 40_000, 5
+    watchdog(args.max_seconds)
+    facts = {"machine_at_start": machine()}
+    records = Records(args.records, args.partitions, args.value_bytes)
+    with Workbench() as bench:
+        boot = bench.brokers(["src", "dsta", "dstb", "dstc"], {TOPIC: args.partitions, LAT: args.partitions}, "single")
+        log(f"preloading {records.count} records")
+        preload(boot["src"], TOPIC, records)
+        common = {"topic": TOPIC, "partitions": args.partitions}
+
+        log("(a) hand-written loop")
+        start = bench.meter.mark()
+        proc = bench.loop("loop", "copy", {**common, "src": boot["src"], "dst": boot["dsta"], "count": records.count})
+        a = bench.result(proc, 600)
+        a_window = TreeMeter.between(start, bench.meter.mark()).as_dict()
+        assert Counts(boot["dsta"], TOPIC, args.partitions).total() == records.count
+        a_rate = records.count / a["seconds"]
+
+        log("(c) produce-only")
+        proc = bench.loop("produce", "produce", {**common, "dst": boot["dstc"], "count": records.count, "value_bytes": args.value_bytes})
+        c = bench.result(proc, 600)
+        c_rate = records.count / c["seconds"]
+
+        log("(b) treedist")
+        config = write_deployment(bench.dir / "single.yaml", {"src": boot["src"], "dstb": boot["dstb"]},
+                                  {"level": 1, "children": ["src", "dstb"]}, [TOPIC, LAT], bench.dir / "ck", args.master)
+        sampler = LandingSampler({"dstb": Counts(boot["dstb"], TOPIC, args.partitions)}, {"dstb": records.count}).start()
+        run = bench.treedist("treedist", config)
+        if not sampler.wait(600):
+            run.check()
+            raise RuntimeError(f"treedist did not copy {records.count} records in time: {sampler.timeline[-1:]}")
+        first, done = sampler.first_any["dstb"], sampler.reached["dstb"]
+        # steady: from the first sample that saw a copy to the one that saw all (Spark's start excluded)
+        landed_at_first = next(v["dstb"] for t, v in sampler.timeline if t >= first)
+        steady_records = records.count - landed_at_first
+        b_window = TreeMeter.between(bench.meter.at(first), bench.meter.at(done)).as_dict()
+        b_rate = steady_records / (done - first) if done > first else None
+
+        log(f"latency at {args.latency_rate}/s for {args.latency_seconds}s")
+        reader = LatencyReader(boot["dstb"], LAT, args.partitions)
+        reader.start()
+        started_ms = time.time() * 1000
+        produce_at_rate(boot["src"], LAT, args.partitions, args.latency_rate, args.latency_seconds)
+        time.sleep(5)
+        reader.stop()
+        latency = percentiles(reader.between(started_ms, time.time() * 1000))
+        run.check()
+
+    a_cpu = a_window["cpu_seconds"]["loop"] * 1e6 / records.count
+    b_cpu = b_window["cpu_seconds"]["treedist"] * 1e6 / steady_records if steady_records else None
+    save("single_link", {
+        **facts,
+        "config": vars(args),
+        "a_loop": {"records_per_second": round(a_rate), "cpu_us_per_record": round(a_cpu, 2), "window": a_window},
+        "b_treedist": {"records_per_second_steady": round(b_rate) if b_rate else None, "steady_records": steady_records,
+                       "first_copy_after_launch_s": round(first - run.started, 2), "cpu_us_per_record": round(b_cpu, 2) if b_cpu else None,
+                       "window": b_window},
+        "c_produce_only": {"records_per_second": round(c_rate)},
+        "latency_one_hop": {"rate": args.latency_rate, **latency},
+        "ratios": {"b_over_a": round(b_rate / a_rate, 3) if b_rate else None, "b_over_c": round(b_rate / c_rate, 3) if b_rate else None,
+                   "cpu_per_record_b_over_a": round(b_cpu / a_cpu, 3) if b_cpu else None},
+        "machine_at_end": machine(),
+    }, keep=not args.no_save)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
