@@ -53,6 +53,23 @@ def tree(root: int, procs: dict[int, tuple[int, float, int]], exclude: set[int] 
     return found
 
 
+def kind(pid: int) -> str:
+    """What a process of treedist's tree is, from its command line."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
+    if "java" in cmd.split(" ")[0]:
+        return "spark-jvm"
+    for marker, label in (("python_streaming_source_runner", "python-planner"), ("pyspark.worker", "python-executor"),
+                          ("pyspark.sql.worker", "python-spark-other"), ("pyspark.daemon", "python-spark-other"),
+                          ("noida-db", "broker")):
+        if marker in cmd:
+            return label
+    return "driver-or-other"
+
+
 def machine_busy_seconds() -> float:
     """CPU seconds all cores spent not idle since boot (/proc/stat)."""
     with open("/proc/stat") as f:
@@ -89,6 +106,8 @@ class TreeMeter:
     _cpu: dict[str, dict[int, float]] = field(default_factory=dict)
     peak_rss: dict[str, int] = field(default_factory=dict)
     history: list[tuple[float, dict[str, float], float]] = field(default_factory=list)  # (time, cpu per tree, machine busy)
+    kinds: dict[int, str] = field(default_factory=dict)
+    peak_rss_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # at each tree's peak
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -122,8 +141,17 @@ class TreeMeter:
                 seen = self._cpu.setdefault(name, {})
                 for pid in pids:
                     seen[pid] = max(seen.get(pid, 0.0), procs[pid][1])
+                    if self.kinds.get(pid, "driver-or-other") == "driver-or-other":
+                        # re-read until known: spark-submit's shell execs into the JVM later
+                        self.kinds[pid] = kind(pid)
                 rss = sum(procs[pid][2] for pid in pids)
-                self.peak_rss[name] = max(self.peak_rss.get(name, 0), rss)
+                if rss > self.peak_rss.get(name, 0):
+                    self.peak_rss[name] = rss
+                    by_kind: dict[str, int] = {}
+                    for pid in pids:
+                        label = self.kinds.get(pid) or kind(pid)
+                        by_kind[label] = by_kind.get(label, 0) + procs[pid][2]
+                    self.peak_rss_by_kind[name] = by_kind
             self.history.append(
                 (time.monotonic(), {n: sum(seen.values()) for n, seen in self._cpu.items()}, machine_busy_seconds())
             )
@@ -145,6 +173,19 @@ class TreeMeter:
         """The sample closest to monotonic time `when` (for windows found after the fact)."""
         with self._lock:
             return min(self.history, key=lambda h: abs(h[0] - when))
+
+    def by_kind(self, name: str, start_pids: dict[int, float] | None = None) -> dict[str, float]:
+        """CPU seconds of tree `name` so far, by process kind (minus `start_pids`' values)."""
+        with self._lock:
+            out: dict[str, float] = {}
+            for pid, cpu in self._cpu.get(name, {}).items():
+                label = self.kinds.get(pid, "gone")
+                out[label] = out.get(label, 0.0) + cpu - (start_pids or {}).get(pid, 0.0)
+            return {k: round(v, 3) for k, v in out.items()}
+
+    def pids(self, name: str) -> dict[int, float]:
+        with self._lock:
+            return dict(self._cpu.get(name, {}))
 
     def reset_peak(self) -> None:
         with self._lock:

@@ -1,0 +1,130 @@
+"""Whole tree: records preloaded on EVERY cluster, time until every cluster holds all of them,
+for treedist and for hand-written fan-out loops (one process per cluster, consuming once and
+producing each level's copies under the same copy-flag rule), each on fresh brokers.
+
+Reported per tree and system: records/s delivered to all clusters (copies landed / seconds),
+CPU microseconds per delivered copy (the system's processes; brokers apart), and the ratios
+treedist / loops. `steady` windows start at the first copy landing anywhere (Spark's start-up
+excluded); `wall` windows start at launch.
+Run: .venv/bin/python -m benchmarks.whole_tree [--quick] [--per-cluster N] [--trees reference-4,unbalanced-5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+from benchmarks.harness.kafka import Counts, LandingSampler, Records, preload
+from benchmarks.harness.procs import TreeMeter
+from benchmarks.harness.results import log, machine, save, watchdog
+from benchmarks.harness.treedist_run import write_deployment
+from benchmarks.harness.trees import TREES, clusters, levels
+from benchmarks.harness.workbench import Workbench
+
+TOPIC = "bench"
+
+
+def preload_all(boot: dict[str, str], per_cluster: int, partitions: int) -> None:
+    threads = [threading.Thread(target=preload, args=(b, TOPIC, Records(per_cluster, partitions, tag=name)))
+               for name, b in boot.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, partitions: int, master: str, timeout: float) -> dict:
+    tree = TREES[tree_name]
+    names = clusters(tree)
+    boot = bench.brokers(names, {TOPIC: partitions}, f"{tree_name}-{system}")
+    log(f"{tree_name} / {system}: preloading {per_cluster} records on each of {len(names)} clusters")
+    preload_all(boot, per_cluster, partitions)
+    total = per_cluster * len(names)
+    copies = total * (len(names) - 1)
+    counts = {n: Counts(b, TOPIC, partitions) for n, b in boot.items()}
+    sampler = LandingSampler(counts, {n: total for n in names})
+    start = bench.meter.mark()
+    sampler.start()
+    stop_file = bench.dir / f"stop-{tree_name}"
+    if system == "loops":
+        procs = {n: bench.loop(f"{system}:{n}", "fanout", {"cluster": n, "bootstraps": boot, "topic": TOPIC,
+                                                          "partitions": partitions, "levels": levels(tree)[n],
+                                                          "stop_file": str(stop_file)}) for n in names}
+        keys = [f"{system}:{n}" for n in names]
+    else:
+        config = write_deployment(bench.dir / f"{tree_name}.yaml", boot, tree, [TOPIC], bench.dir / f"ck-{tree_name}", master)
+        run = bench.treedist(f"treedist:{tree_name}", config)
+        keys = [f"treedist:{tree_name}"]
+    complete = sampler.wait(timeout)
+    end = bench.meter.mark()
+    breakdown = {k: bench.meter.by_kind(k) for k in keys} if system == "treedist" else None
+    if system == "loops":
+        stop_file.touch()
+        outputs = [bench.result(p, 180) for p in procs.values()]
+    else:
+        outputs = []
+        run.check()
+        run.stop()
+    if not complete:
+        raise RuntimeError(f"{tree_name}/{system}: not complete in {timeout}s: {sampler.timeline[-1:]}")
+    first = min(sampler.first_any.values())
+    done = max(sampler.reached.values())
+    landed_first = sum(next(v for t, v in sampler.timeline if t >= first).values()) - total  # copies already there
+    steady = TreeMeter.between(bench.meter.at(first), bench.meter.at(done))
+    wall = TreeMeter.between(start, end)
+    own_steady = sum(steady.cpu.get(k, 0.0) for k in keys)
+    own_wall = sum(wall.cpu.get(k, 0.0) for k in keys)
+    brokers_steady = sum(v for k, v in steady.cpu.items() if k.startswith(f"broker:{tree_name}-{system}"))
+    bench.stop_brokers()
+    steady_copies = copies - landed_first
+    return {
+        "clusters": len(names),
+        "copies": copies,
+        "wall_seconds": round(done - start[0], 2),
+        "steady_seconds": round(done - first, 2),
+        "copies_per_second_steady": round(steady_copies / (done - first)) if done > first else None,
+        "copies_per_second_wall": round(copies / (done - start[0])),
+        "cpu_us_per_copy_steady": round(own_steady * 1e6 / steady_copies, 2) if steady_copies else None,
+        "cpu_us_per_copy_wall": round(own_wall * 1e6 / copies, 2),
+        "broker_cpu_us_per_copy_steady": round(brokers_steady * 1e6 / steady_copies, 2) if steady_copies else None,
+        "machine_busy_fraction_steady": steady.as_dict()["machine_busy_fraction"],
+        "baseline_processes": outputs,
+        "cpu_seconds_by_process_kind_wall": breakdown,
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--per-cluster", type=int, default=100_000)
+    p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--trees", default="reference-4,unbalanced-5")
+    p.add_argument("--master", default="local[2,4]")
+    p.add_argument("--quick", action="store_true", help="small smoke run (5k records per cluster)")
+    p.add_argument("--no-save", action="store_true")
+    p.add_argument("--max-seconds", type=float, default=1800)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.per_cluster = 5_000
+    watchdog(args.max_seconds)
+    facts = {"machine_at_start": machine(), "config": vars(args)}
+    results = {}
+    with Workbench() as bench:
+        for tree_name in args.trees.split(","):
+            per = {s: run_system(bench, s, tree_name, args.per_cluster, args.partitions, args.master, 900) for s in ("loops", "treedist")}
+            t, l = per["treedist"], per["loops"]
+            per["ratios"] = {
+                "treedist_over_loops_copies_per_second_steady": _ratio(t["copies_per_second_steady"], l["copies_per_second_steady"]),
+                "treedist_over_loops_copies_per_second_wall": _ratio(t["copies_per_second_wall"], l["copies_per_second_wall"]),
+                "cpu_per_copy_treedist_over_loops_steady": _ratio(t["cpu_us_per_copy_steady"], l["cpu_us_per_copy_steady"]),
+            }
+            results[tree_name] = per
+    save("whole_tree", {**facts, "trees": results, "machine_at_end": machine()}, keep=not args.no_save)
+    return 0
+
+
+def _ratio(a, b):
+    return round(a / b, 3) if a and b else None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
