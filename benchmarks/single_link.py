@@ -63,7 +63,7 @@ def main(argv=None) -> int:
                                   {"level": 1, "children": ["src", "dstb"]}, [TOPIC, LAT], bench.dir / "ck", args.master)
         sampler = LandingSampler({"dstb": Counts(boot["dstb"], TOPIC, args.partitions)}, {"dstb": records.count}).start()
         run = bench.treedist("treedist", config)
-        if not sampler.wait(600):
+        if not sampler.wait(600, check=run.check):
             run.check()
             raise RuntimeError(f"treedist did not copy {records.count} records in time: {sampler.timeline[-1:]}")
         first, done = sampler.first_any["dstb"], sampler.reached["dstb"]

@@ -55,7 +55,7 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
         config = write_deployment(bench.dir / f"{tree_name}.yaml", boot, tree, [TOPIC], bench.dir / f"ck-{tree_name}", master)
         run = bench.treedist(f"treedist:{tree_name}", config)
         keys = [f"treedist:{tree_name}"]
-    complete = sampler.wait(timeout)
+    complete = sampler.wait(timeout, check=run.check if system == "treedist" else lambda: None)
     end = bench.meter.mark()
     breakdown = {k: bench.meter.by_kind(k) for k in keys} if system == "treedist" else None
     if system == "loops":

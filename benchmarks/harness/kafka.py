@@ -138,8 +138,13 @@ class LandingSampler:
                 return
             self._stop.wait(self.interval)
 
-    def wait(self, timeout: float) -> bool:
-        self._thread.join(timeout)
+    def wait(self, timeout: float, check=lambda: None) -> bool:
+        """Wait until every count reached its target or `timeout`; `check()` runs every
+        second (it raises when the system under test has died, so a run fails fast)."""
+        deadline = time.monotonic() + timeout
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            check()
+            self._thread.join(1.0)
         self._stop.set()
         return len(self.reached) == len(self.targets)
 

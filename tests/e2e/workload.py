@@ -10,7 +10,7 @@ from typing import Mapping
 from confluent_kafka import Producer
 
 from treedist.kafka import admin_client, ensure_topics
-from treedist.kafka.offsets import record_count, watermark_consumer
+from treedist.kafka.offsets import OffsetReader
 
 
 
@@ -58,18 +58,14 @@ def produce_concurrently(bootstrap: Mapping[str, str], topic: str, per_cluster: 
 
 def wait_for_counts(bootstrap: Mapping[str, str], topic: str, expected: int, timeout: float, check=lambda: None) -> dict[str, int]:
     """Poll watermarks until every cluster holds `expected` records (or the timeout)."""
-    consumers = {n: watermark_consumer({"bootstrap.servers": s}) for n, s in bootstrap.items()}
+    readers = {n: OffsetReader({"bootstrap.servers": s}, cluster=n, timeout_s=10.0) for n, s in bootstrap.items()}
     deadline = time.monotonic() + timeout
-    try:
-        while True:
-            check()
-            counts = {n: record_count(n, c, topic) for n, c in consumers.items()}
-            if all(v >= expected for v in counts.values()) or time.monotonic() > deadline:
-                return counts
-            time.sleep(1)
-    finally:
-        for c in consumers.values():
-            c.close()
+    while True:
+        check()
+        counts = {n: r.record_count(topic) for n, r in readers.items()}
+        if all(v >= expected for v in counts.values()) or time.monotonic() > deadline:
+            return counts
+        time.sleep(1)
 
 
 def produce_malformed_flags(servers: str, topic: str, count: int, header: str = "treedist-copy-flags") -> int:

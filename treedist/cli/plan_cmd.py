@@ -324,43 +324,39 @@ def measure_deployment(deployment: Deployment, window_seconds: float, record_byt
     if record_bytes is not None:
         require_positive("record_bytes", record_bytes)
     from treedist.kafka.admin import admin_client, metadata
+    from treedist.kafka.offsets import OffsetReader
 
     sample = DeploymentSample()
     admins, partitions, before, started = {}, {}, {}, {}
     for name, cluster_config in deployment.clusters.items():
         admin = admin_client(cluster_config.client_config())
         md = metadata(name, admin)
-        admins[name] = admin
+        admins[name] = OffsetReader(cluster_config.client_config(), cluster=name, timeout_s=15.0, read_committed=False)
         sample.brokers[name] = len(md.brokers)
         sample.topic_counts[name] = sum(1 for t in md.topics if not t.startswith("__"))
-        selected = {t: m for t, m in md.topics.items() if m.error is None and deployment.topics.matches(t)}
+        selected = {t: m for t, m in md.topics.items() if m.error is None and deployment.selects(name, t) is not None}
         for topic, meta in selected.items():
             sample.replication[(name, topic)] = min((len(p.replicas) for p in meta.partitions.values()), default=1)
         partitions[name] = [(t, p) for t, m in selected.items() for p in m.partitions]
         started[name] = time.monotonic()
-        before[name] = _end_offsets(name, admin, partitions[name])
+        before[name] = _end_offsets(name, admins[name], partitions[name])
     time.sleep(window_seconds)
-    for name, admin in admins.items():
-        after = _end_offsets(name, admin, partitions[name])
+    for name, reader in admins.items():
+        after = _end_offsets(name, reader, partitions[name])
         elapsed = time.monotonic() - started[name]
         sample.rates.extend(topic_rates(name, before[name], after, elapsed, record_bytes))
     return sample
 
 
-def _end_offsets(cluster: str, admin, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import OffsetSpec
+def _end_offsets(cluster: str, reader, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    from treedist.kafka import KafkaLayerError
+    from treedist.kafka.offsets import TopicPartitionKey
 
-    if not partitions:
-        return {}
-    futures = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}, request_timeout=15)
-    out = {}
-    for tp, future in futures.items():
-        try:
-            out[(tp.topic, tp.partition)] = future.result(timeout=20).offset
-        except KafkaException as err:
-            raise SizingError(f"cluster {cluster!r}: cannot read the end offset of {tp.topic}[{tp.partition}]: {err}") from None
-    return out
+    try:
+        latest = reader.offsets([TopicPartitionKey(t, p) for t, p in partitions], "latest")
+    except KafkaLayerError as err:
+        raise SizingError(f"cluster {cluster!r}: cannot read end offsets: {err}") from None
+    return {(tp.topic, tp.partition): offset for tp, offset in latest.items()}
 
 
 # -- plan limits ----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from rich.table import Table
 from treedist.cli.common import console, load
 from treedist.config import Deployment, parse_deployment
 from treedist.kafka import admin_client, ensure_topics
-from treedist.kafka.offsets import record_count, watermark_consumer
+from treedist.kafka.offsets import OffsetReader
 from treedist.local import LocalClusters
 from treedist.local.demo import DemoWorkload
 from treedist.local.deployment import write_local_deployment
@@ -103,7 +103,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         app = DistributionApp(deployment, spark)
         app.start()
         clients = {name: c.client_config() for name, c in deployment.clusters.items()}
-        counters = {name: watermark_consumer(conf) for name, conf in clients.items()}
+        counters = {name: OffsetReader(conf, cluster=name, timeout_s=5.0) for name, conf in clients.items()}
         workload = DemoWorkload(clients, DEMO_TOPIC, rate)
         workload.start()
         try:
@@ -127,8 +127,6 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         finally:
             app.stop()
             spark.stop()
-            for consumer in counters.values():
-                consumer.close()
         report = verify_topic(deployment, DEMO_TOPIC)
         console.print(f"\nverification of '{DEMO_TOPIC}' after {workload.total} events:")
         print_report(report)
@@ -149,7 +147,7 @@ def _ticks(duration: float | None):
 
 def _received(counters) -> dict[str, int]:
     """Records of the demo topic on each cluster (originals and copies), from watermarks."""
-    return {name: record_count(name, consumer, DEMO_TOPIC) for name, consumer in counters.items()}
+    return {name: reader.record_count(DEMO_TOPIC) for name, reader in counters.items()}
 
 
 def _demo_view(app, workload: DemoWorkload, received: dict[str, int]) -> Group:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import time
 from typing import Callable, Mapping
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewPartitions, NewTopic
 
 from treedist.kafka.errors import ClusterUnreachable, KafkaLayerError, TopicMissing
+from treedist.kafka.retry import with_retries
 
 
 def admin_client(client_config: Mapping[str, object]) -> AdminClient:
@@ -20,18 +21,14 @@ def admin_client(client_config: Mapping[str, object]) -> AdminClient:
 
 def metadata(cluster: str, admin: AdminClient, attempts: int = 5, timeout: float = 5.0) -> ClusterMetadata:
     """list_topics with bounded retries and exponential backoff; ClusterUnreachable after that."""
-    delay = 0.2
-    for attempt in range(1, attempts + 1):
-        try:
-            return admin.list_topics(timeout=timeout)
-        except KafkaException as err:
-            if attempt == attempts:
-                raise ClusterUnreachable(
-                    f"cluster {cluster!r} did not answer metadata after {attempts} attempts: {err}"
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
-    raise AssertionError("unreachable")
+    return with_retries(
+        lambda: admin.list_topics(timeout=timeout),
+        what=f"cluster {cluster!r} did not answer metadata",
+        error=ClusterUnreachable,
+        attempts=attempts,
+        first_backoff_s=0.2,
+        max_backoff_s=5.0,
+    )
 
 
 def partition_counts(
@@ -79,7 +76,7 @@ def ensure_topics(
         try:
             future.result(timeout=timeout)
         except KafkaException as err:
-            if "TOPIC_ALREADY_EXISTS" not in str(err):
+            if err.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise KafkaLayerError(f"cluster {cluster!r}: cannot create topic {topic!r}: {err}") from None
     wait_for_topics(cluster, admin, topics, timeout)
 

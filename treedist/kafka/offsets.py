@@ -1,27 +1,104 @@
-"""Watermark reads on the driver: how many records a topic holds on a cluster."""
+"""The one reader of a cluster's partitions, offsets and watermarks (driver side).
+
+`OffsetReader` wraps one AdminClient: topic listing, earliest/latest offsets of many
+partitions in one ListOffsets request, watermarks and record counts of a topic. Every call is
+bounded by `timeout_s` and retried with `treedist.kafka.retry.with_retries`; errors name the
+cluster (or its bootstrap servers when no name is given).
+"""
 
 from __future__ import annotations
 
-from typing import Mapping
+import logging
+from typing import Callable, Iterable, Literal, Mapping, NamedTuple
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from treedist.kafka.errors import ClusterUnreachable
+from treedist.kafka.retry import with_retries
+
+log = logging.getLogger(__name__)
+
+_GONE = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
+# Consumer-only settings an AdminClient would warn about.
+_CONSUMER_ONLY = {
+    "group.id", "group.instance.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
+    "enable.partition.eof", "fetch.max.bytes", "max.partition.fetch.bytes", "queued.max.messages.kbytes",
+    "queued.min.messages", "fetch.wait.max.ms", "isolation.level", "fetch.min.bytes", "session.timeout.ms",
+}
 
 
-def watermark_consumer(client_config: Mapping[str, object]) -> Consumer:
-    return Consumer({**client_config, "group.id": "treedist-watermarks", "enable.auto.commit": False})
+class TopicPartitionKey(NamedTuple):
+    """One partition of one topic."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}[{self.partition}]"
 
 
-def watermarks(cluster: str, consumer: Consumer, topic: str, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
-    """partition -> (low, high) watermarks of a topic; ClusterUnreachable names the cluster."""
-    try:
-        md = consumer.list_topics(topic, timeout=timeout)
-        parts = md.topics[topic].partitions if topic in md.topics and md.topics[topic].error is None else {}
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout) for p in parts}
-    except KafkaException as err:
-        raise ClusterUnreachable(f"cluster {cluster!r}: cannot read watermarks of {topic!r}: {err}") from None
+class OffsetReader:
+    """Reads one cluster's partitions and offsets (driver; not thread-safe across close())."""
 
+    def __init__(self, client_config: Mapping[str, object], *, cluster: str | None = None, timeout_s: float = 30.0,
+                 read_committed: bool | None = None) -> None:
+        self.where = f"cluster {cluster!r}" if cluster else str(client_config.get("bootstrap.servers"))
+        self._timeout_s = timeout_s
+        if read_committed is None:  # as the cluster's consumers read: read_committed unless told otherwise
+            read_committed = str(client_config.get("isolation.level", "read_committed")) == "read_committed"
+        self._isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+        self._admin = AdminClient({k: v for k, v in client_config.items() if k not in _CONSUMER_ONLY})
 
-def record_count(cluster: str, consumer: Consumer, topic: str) -> int:
-    return sum(high - low for low, high in watermarks(cluster, consumer, topic).values())
+    def partitions(self, select: Callable[[str], bool]) -> list[TopicPartitionKey]:
+        """All partitions of the topics `select` accepts, sorted. A topic whose metadata
+        carries an error (being created, say) is left out this time."""
+        md = with_retries(lambda: self._admin.list_topics(timeout=self._timeout_s),
+                          what=f"listing topics on {self.where} failed", error=ClusterUnreachable)
+        found: list[TopicPartitionKey] = []
+        for name, topic in md.topics.items():
+            if not select(name):
+                continue
+            if topic.error is not None:
+                log.warning("topic %s not ready on %s: %s", name, self.where, topic.error)
+                continue
+            found.extend(TopicPartitionKey(name, p) for p in topic.partitions)
+        return sorted(found)
+
+    def offsets(self, tps: Iterable[TopicPartitionKey], which: Literal["earliest", "latest"]) -> dict[TopicPartitionKey, int]:
+        """Earliest or latest offset (the last stable offset under read_committed) of each
+        partition, in one request. A partition whose topic no longer exists is left out."""
+        wanted = sorted(set(tps))
+        if not wanted:
+            return {}
+        spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
+
+        def call() -> dict[TopicPartitionKey, int]:
+            futures = self._admin.list_offsets({TopicPartition(tp.topic, tp.partition): spec for tp in wanted},
+                                               isolation_level=self._isolation, request_timeout=self._timeout_s)
+            out = {}
+            for tp, future in futures.items():
+                try:
+                    offset = future.result().offset
+                except KafkaException as exc:
+                    if exc.args and getattr(exc.args[0], "code", lambda: None)() in _GONE:
+                        log.warning("%s[%d] is gone from %s; not read", tp.topic, tp.partition, self.where)
+                        continue
+                    raise
+                if offset < 0:
+                    raise KafkaException(f"no {which} offset for {tp.topic}[{tp.partition}]")
+                out[TopicPartitionKey(tp.topic, tp.partition)] = offset
+            return out
+
+        return with_retries(call, what=f"reading {which} offsets of {len(wanted)} partitions on {self.where} failed",
+                            error=ClusterUnreachable)
+
+    def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
+        """partition -> (low, high) of `topic`; empty when the topic does not exist."""
+        tps = self.partitions(lambda name: name == topic)
+        low, high = self.offsets(tps, "earliest"), self.offsets(tps, "latest")
+        return {tp.partition: (low[tp], high[tp]) for tp in tps if tp in low and tp in high}
+
+    def record_count(self, topic: str) -> int:
+        """Records `topic` holds (high - low over its partitions)."""
+        return sum(high - low for low, high in self.watermarks(topic).values())

@@ -149,9 +149,9 @@ class DistributorReader(DataSourceStreamReader):
 
     def _reader(self):
         if self._offsets is None:
-            from treedist.spark.metadata import BrokerMetadata
+            from treedist.kafka.offsets import OffsetReader
 
-            self._offsets = BrokerMetadata(self.plan.consumer, int(self.plan.metadata_timeout_s * 1000))
+            self._offsets = OffsetReader(self.plan.consumer, cluster=self.plan.cluster, timeout_s=self.plan.metadata_timeout_s)
         return self._offsets
 
     def _selects(self, topic: str) -> bool:

@@ -18,7 +18,9 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        return "treedist-kafka"
+        from treedist.spark import FORMAT_NAME
+
+        return FORMAT_NAME
 
     def schema(self) -> StructType:
         return KAFKA_SCHEMA

@@ -9,21 +9,12 @@ the JSON to decide whether a new micro-batch has data).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, NamedTuple
+from typing import Iterator, Mapping
 
 from pyspark.sql.datasource import InputPartition
 
+from treedist.kafka.offsets import TopicPartitionKey  # noqa: F401  (re-exported: the checkpoint type)
 from treedist.spark.errors import SparkSourceError
-
-
-class TopicPartitionKey(NamedTuple):
-    """One partition of one topic."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}[{self.partition}]"
 
 
 @dataclass(frozen=True)

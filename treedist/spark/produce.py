@@ -27,7 +27,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from treedist.spark.errors import KafkaSinkError
 from treedist.spark.options import SinkOptions
-from treedist.spark.retry import with_retries
+from treedist.kafka.retry import with_retries
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class BatchProducer:
             timeout = min(30.0, self._options.delivery_timeout_s)
             md = with_retries(
                 lambda: self._producer.list_topics(timeout=timeout),
-                what="reading topic metadata of the target cluster",
+                what="reading topic metadata of the target cluster failed",
                 error=KafkaSinkError,
             )
             self._partitions = {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}

@@ -137,9 +137,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _metadata(self):
         if self._meta is None:
-            from treedist.spark.metadata import BrokerMetadata
+            from treedist.kafka.offsets import OffsetReader
 
-            self._meta = BrokerMetadata(self.options.kafka, self.options.metadata_timeout_ms)
+            self._meta = OffsetReader(self.options.kafka, timeout_s=self.options.metadata_timeout_ms / 1000.0)
         return self._meta
 
     def _partitions(self, force: bool = False) -> list[TopicPartitionKey]:

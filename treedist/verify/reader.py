@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from treedist.config import Deployment
 from treedist.kafka import KafkaLayerError, metadata
+from treedist.kafka.retry import with_retries
 from treedist.verify.digest import record_digest, split_headers
 from treedist.verify.errors import ClusterReadError, ReadTimeout, TopicNotFound
 from treedist.verify.summary import ClusterRecords, SummaryBuilder
@@ -118,19 +119,14 @@ class _Read:
         return sorted(meta.partitions)
 
     def _watermarks(self, partition: int) -> tuple[int, int]:
-        delay = 0.2
-        for attempt in range(1, WATERMARK_ATTEMPTS + 1):
-            try:
-                low, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, partition), timeout=5.0, cached=False)
-                return int(low), int(high)
-            except KafkaException as err:
-                if attempt == WATERMARK_ATTEMPTS:
-                    raise ClusterReadError(
-                        f"{self.where(partition)}: no watermarks after {attempt} attempts: {err}") from None
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
+        low, high = with_retries(
+            lambda: self.consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5.0, cached=False),
+            what=f"{self.where(partition)}: no watermarks",
+            error=ClusterReadError,
+            attempts=WATERMARK_ATTEMPTS,
+            first_backoff_s=0.2,
+        )
+        return int(low), int(high)
 
     def _consume_batch(self) -> bool:
         try:

@@ -1,4 +1,4 @@
-"""Bounded retries with exponential backoff for broker calls (driver and executor)."""
+"""The one bounded-retry helper for broker calls (driver and executor)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from typing import Callable, TypeVar
 
 from confluent_kafka import KafkaException
 
-from treedist.spark.errors import SparkLayerError
-
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -18,15 +16,16 @@ def with_retries(
     call: Callable[[], T],
     *,
     what: str,
-    error: type[SparkLayerError],
+    error: type[Exception],
     attempts: int = 5,
     first_backoff_s: float = 0.1,
     max_backoff_s: float = 2.0,
 ) -> T:
     """Run `call`, retrying a KafkaException up to `attempts` times with doubling backoff.
 
-    Errors other than KafkaException propagate at once. After the last attempt, raises
-    `error` naming `what` and the last broker error (chained).
+    Other errors propagate at once. After the last attempt, raises `error` with `what` (the
+    failure, worded as such), the attempts and the last broker error (chained), e.g.
+    "cluster 'c2' did not answer metadata after 5 attempts: ...".
     """
     backoff = first_backoff_s
     for attempt in range(1, attempts + 1):
@@ -34,7 +33,7 @@ def with_retries(
             return call()
         except KafkaException as exc:
             if attempt == attempts:
-                raise error(f"{what} failed after {attempts} attempts: {exc}") from exc
+                raise error(f"{what} after {attempts} attempts: {exc}") from exc
             log.warning("%s failed (attempt %d/%d), retrying in %.1fs: %s", what, attempt, attempts, backoff, exc)
             time.sleep(backoff)
             backoff = min(backoff * 2, max_backoff_s)
