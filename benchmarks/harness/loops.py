@@ -56,6 +56,15 @@ def copy(args: dict) -> dict:
     return {"records": done, "seconds": seconds, "undelivered": left}
 
 
+def _caught_up(consumer: Consumer, tps: list[TopicPartition]) -> bool:
+    """Every partition's position at its last known high watermark (no broker request)."""
+    for tp in consumer.position(tps):
+        high = consumer.get_watermark_offsets(tp, cached=True)[1]
+        if tp.offset < 0 or high < 0 or tp.offset < high:
+            return False
+    return True
+
+
 def fanout(args: dict) -> dict:
     """args: cluster, bootstraps {cluster: servers}, topic, partitions, levels [[mask, bit, target]], stop_file."""
     cluster, topic = args["cluster"], args["topic"]
@@ -67,10 +76,12 @@ def fanout(args: dict) -> dict:
     read = copied = 0
     while not os.path.exists(args["stop_file"]):
         messages = consumer.consume(10_000, 0.2)
-        if not messages:  # noida-db answers empty fetches at once: do not spin while waiting
-            consumer.pause(tps)
-            time.sleep(0.01)
-            consumer.resume(tps)
+        if not messages:
+            if _caught_up(consumer, tps):  # noida-db answers empty fetches at once: do not spin while waiting
+                consumer.pause(tps)
+                time.sleep(0.01)
+                consumer.resume(tps)
+            # else a (large) fetch is in flight: pausing now would throw its answer away
             continue
         for msg in messages:
             if msg.error() is not None:
