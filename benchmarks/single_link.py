@@ -10,12 +10,12 @@ Run: .venv/bin/python -m benchmarks.single_link [--quick] [--records N] ...
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from benchmarks.harness.kafka import Counts, LandingSampler, LatencyReader, Records, percentiles, preload, produce_at_rate
 from benchmarks.harness.procs import TreeMeter
-from benchmarks.harness.results import log, machine, save, watchdog
+from benchmarks.harness import cli
+from benchmarks.harness.results import log, machine, save
 from benchmarks.harness.treedist_run import write_deployment
 from benchmarks.harness.workbench import Workbench
 
@@ -23,21 +23,14 @@ TOPIC, LAT = "bench", "bench-lat"
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser(__doc__, max_seconds=900)
     p.add_argument("--records", type=int, default=400_000)
     p.add_argument("--partitions", type=int, default=8)
     p.add_argument("--value-bytes", type=int, default=100)
     p.add_argument("--latency-rate", type=float, default=2000)
     p.add_argument("--latency-seconds", type=float, default=20)
-    p.add_argument("--master", default="local[2,4]")
-    p.add_argument("--quick", action="store_true", help="small smoke run (40k records, 5 s latency)")
-    p.add_argument("--no-save", action="store_true")
-    p.add_argument("--max-seconds", type=float, default=900)
     args = p.parse_args(argv)
-    if args.quick:
-        args.records, args.latency_seconds = 40_000, 5
-    watchdog(args.max_seconds)
-    facts = {"machine_at_start": machine()}
+    facts = cli.begin(args, records=40_000, latency_seconds=5)
     records = Records(args.records, args.partitions, args.value_bytes)
     with Workbench() as bench:
         boot = bench.brokers(["src", "dsta", "dstb", "dstc"], {TOPIC: args.partitions, LAT: args.partitions}, "single")
@@ -87,7 +80,6 @@ def main(argv=None) -> int:
     b_cpu = b_window["cpu_seconds"]["treedist"] * 1e6 / steady_records if steady_records else None
     save("single_link", {
         **facts,
-        "config": vars(args),
         "a_loop": {"records_per_second": round(a_rate), "cpu_us_per_record": round(a_cpu, 2), "window": a_window},
         "b_treedist": {"records_per_second_steady": round(b_rate) if b_rate else None, "steady_records": steady_records,
                        "first_copy_after_launch_s": round(first - run.started, 2), "cpu_us_per_record": round(b_cpu, 2) if b_cpu else None,

@@ -8,11 +8,11 @@ Run: .venv/bin/python -m benchmarks.startup_memory [--quick] [--trees reference-
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from benchmarks.harness.kafka import Counts, Records, preload, produce_at_rate
-from benchmarks.harness.results import log, machine, save, watchdog
+from benchmarks.harness import cli
+from benchmarks.harness.results import log, machine, save
 from benchmarks.harness.treedist_run import write_deployment
 from benchmarks.harness.trees import TREES, clusters, hops_from
 from benchmarks.harness.workbench import Workbench
@@ -50,20 +50,13 @@ def measure(bench: Workbench, tree_name: str, args) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser(__doc__, max_seconds=1200)
     p.add_argument("--trees", default="reference-4,seven-7")
     p.add_argument("--steady-seconds", type=float, default=60)
     p.add_argument("--rate", type=float, default=2000)
     p.add_argument("--partitions", type=int, default=6)
-    p.add_argument("--master", default="local[2,4]")
-    p.add_argument("--quick", action="store_true", help="small smoke run (10 s steady window)")
-    p.add_argument("--no-save", action="store_true")
-    p.add_argument("--max-seconds", type=float, default=1200)
     args = p.parse_args(argv)
-    if args.quick:
-        args.steady_seconds = 10
-    watchdog(args.max_seconds)
-    facts = {"machine_at_start": machine(), "config": vars(args)}
+    facts = cli.begin(args, steady_seconds=10)
     with Workbench() as bench:
         trees = {name: measure(bench, name, args) for name in args.trees.split(",")}
     save("startup_memory", {**facts, "trees": trees, "machine_at_end": machine()}, keep=not args.no_save)

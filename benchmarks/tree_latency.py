@@ -8,11 +8,11 @@ Run: .venv/bin/python -m benchmarks.tree_latency [--quick] [--rates 2000,10000] 
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from benchmarks.harness.kafka import Counts, LatencyReader, percentiles, produce_at_rate
-from benchmarks.harness.results import log, machine, save, watchdog
+from benchmarks.harness import cli
+from benchmarks.harness.results import log, machine, save
 from benchmarks.harness.treedist_run import write_deployment
 from benchmarks.harness.trees import REFERENCE_4, clusters, hops_from
 from benchmarks.harness.workbench import Workbench
@@ -35,20 +35,13 @@ def wait_until_flowing(run, boot: dict[str, str], partitions: int, timeout: floa
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser(__doc__, max_seconds=1200)
     p.add_argument("--rates", default="2000,10000")
     p.add_argument("--seconds", type=float, default=30)
     p.add_argument("--warmup", type=float, default=90)
     p.add_argument("--partitions", type=int, default=6)
-    p.add_argument("--master", default="local[2,4]")
-    p.add_argument("--quick", action="store_true", help="small smoke run (10 s warm-up, 5 s per rate)")
-    p.add_argument("--no-save", action="store_true")
-    p.add_argument("--max-seconds", type=float, default=1200)
     args = p.parse_args(argv)
-    if args.quick:
-        args.warmup, args.seconds = 10, 5
-    watchdog(args.max_seconds)
-    facts = {"machine_at_start": machine(), "config": vars(args)}
+    facts = cli.begin(args, warmup=10, seconds=5)
     hops = hops_from(REFERENCE_4, "c1")
     with Workbench() as bench:
         boot = bench.brokers(clusters(REFERENCE_4), {TOPIC: args.partitions}, "latency")

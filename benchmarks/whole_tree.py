@@ -11,12 +11,12 @@ Run: .venv/bin/python -m benchmarks.whole_tree [--quick] [--per-cluster N] [--tr
 
 from __future__ import annotations
 
-import argparse
 import threading
 
 from benchmarks.harness.kafka import Counts, LandingSampler, Records, preload
 from benchmarks.harness.procs import TreeMeter
-from benchmarks.harness.results import log, machine, save, watchdog
+from benchmarks.harness import cli
+from benchmarks.harness.results import log, machine, save
 from benchmarks.harness.treedist_run import write_deployment
 from benchmarks.harness.trees import TREES, clusters, levels
 from benchmarks.harness.workbench import Workbench
@@ -94,19 +94,12 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser(__doc__, max_seconds=1800)
     p.add_argument("--per-cluster", type=int, default=100_000)
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--trees", default="reference-4,unbalanced-5")
-    p.add_argument("--master", default="local[2,4]")
-    p.add_argument("--quick", action="store_true", help="small smoke run (5k records per cluster)")
-    p.add_argument("--no-save", action="store_true")
-    p.add_argument("--max-seconds", type=float, default=1800)
     args = p.parse_args(argv)
-    if args.quick:
-        args.per_cluster = 5_000
-    watchdog(args.max_seconds)
-    facts = {"machine_at_start": machine(), "config": vars(args)}
+    facts = cli.begin(args, per_cluster=5_000)
     results = {}
     with Workbench() as bench:
         for tree_name in args.trees.split(","):
