@@ -68,10 +68,6 @@ class ClusterPlan:
     def query_name(self) -> str:
         return f"{self.cluster}-messages"
 
-    @property
-    def delivery_timeout_s(self) -> float:
-        return int(next(iter(self.producers.values()))["delivery.timeout.ms"]) / 1000.0
-
     def selects(self, physical_topic: str) -> bool:
         """Whether a topic of this cluster is distributed: it fits the cluster's topic
         format and its logical name is selected (`Deployment.selects`, on plain values)."""
@@ -83,12 +79,6 @@ class ClusterPlan:
         never distributed, reported once (`Deployment.misfit`)."""
         return self.naming.logical(self.cluster, physical_topic) is None and not self.selection.excluded(physical_topic)
 
-    def level(self, level: int) -> LevelPlan:
-        for lp in self.levels:
-            if lp.level == level:
-                return lp
-        raise KeyError(f"cluster {self.cluster!r} has no distributor at level {level}")
-
 
 def consumer_settings(client: Mapping[str, object]) -> dict[str, str]:
     """Source settings: the cluster's client settings over replay-safe consumer defaults.
@@ -97,9 +87,10 @@ def consumer_settings(client: Mapping[str, object]) -> dict[str, str]:
 
 
 def producer_settings(client: Mapping[str, object], delivery_timeout_ms: int) -> dict[str, str]:
-    """Target settings: idempotent, acks=all, failure-only delivery reports. Raises
-    SparkOptionError naming a setting that contradicts them."""
-    return options.producer_settings({"delivery.timeout.ms": str(delivery_timeout_ms), **_strings(client)})
+    """Target settings: idempotent, acks=all, failure-only delivery reports, and
+    `distributor.delivery_timeout_ms` over the client's own. Raises SparkOptionError naming a
+    setting that contradicts them."""
+    return options.producer_settings({**_strings(client), "delivery.timeout.ms": str(delivery_timeout_ms)})
 
 
 def _strings(client: Mapping[str, object]) -> dict[str, str]:
