@@ -710,3 +710,14 @@ def test_the_readme_example_deployment_loads_and_its_formats_translate():
     assert dep.selects("dc1-a", "payments.eu") == "payments.eu"
     assert dep.naming().translate("dc2-a", "acme-prod-eu-orders", "dc2-b") == "acme-eu-orders"
     assert dep.naming().translate("dc2-b", "acme-eu-orders", "dc1-b") == "orders"
+
+
+def test_the_removed_source_sink_mode_is_refused_naming_the_field_and_why():
+    spec = {
+        "clusters": {"c1": {"bootstrap_servers": "a:1"}, "c2": {"bootstrap_servers": "b:1"}},
+        "tree": {"level": 1, "children": ["c1", "c2"]},
+        "topics": {"names": ["orders"]},
+    }
+    assert parse_deployment({**spec, "distributor": {"mode": "fused"}}).distributor.mode == "fused"
+    with pytest.raises(ConfigError, match=r"distributor\.mode.*'source-sink' was removed.*read each record once"):
+        parse_deployment({**spec, "distributor": {"mode": "source-sink"}}, source="deploy.yaml")
