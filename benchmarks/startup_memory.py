@@ -41,11 +41,15 @@ def measure(bench: Workbench, tree_name: str, args) -> dict:
     run.check()
     bench.meter.sample()
     peak = bench.meter.peak_rss[f"treedist:{tree_name}"]
+    peak_with_clones = bench.meter.peak_rss_with_clones[f"treedist:{tree_name}"]
     peak_by_kind = {k: round(v / 2**20) for k, v in bench.meter.peak_rss_by_kind[f"treedist:{tree_name}"].items()}
     run.stop()
     bench.stop_brokers()
     return {"clusters": len(names), "queries": len(names), "farthest": farthest, "hops_to_farthest": hops[farthest],
             "first_copy_on_farthest_after_launch_s": round(first_copy, 2), "peak_rss_mib": round(peak / 2**20),
+            "peak_pss_mib": round(bench.meter.peak_pss.get(f"treedist:{tree_name}", 0) / 2**20),
+            "peak_rss_mib_counting_jvm_spawn_clones": round(peak_with_clones / 2**20),
+            "jvm_spawn_clones_sampled": bench.meter.spawn_clones_seen,
             "peak_rss_mib_by_process_kind": peak_by_kind}
 
 
@@ -58,6 +62,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     facts = cli.begin(args, steady_seconds=10)
     with Workbench() as bench:
+        bench.meter.measure_pss = True  # the real memory use besides the summed RSS
         trees = {name: measure(bench, name, args) for name in args.trees.split(",")}
     save("startup_memory", {**facts, "trees": trees, "machine_at_end": machine()}, keep=not args.no_save)
     return 0

@@ -38,6 +38,22 @@ def _all() -> dict[int, tuple[int, float, int]]:
     return out
 
 
+_SPAWNED = ("spark-jvm", "driver-or-other", "gone")  # a JVM child that is not one of Spark's Python processes
+
+
+def pss(pid: int) -> int:
+    """Proportional set size in bytes (each shared page divided among the processes that map
+    it), 0 for a gone process: summed over processes it is their real memory use."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def tree(root: int, procs: dict[int, tuple[int, float, int]], exclude: set[int] = frozenset()) -> set[int]:
     """`root` and its descendants in a snapshot, minus `exclude` and their descendants."""
     children: dict[int, list[int]] = {}
@@ -108,6 +124,11 @@ class TreeMeter:
     history: list[tuple[float, dict[str, float], float]] = field(default_factory=list)  # (time, cpu per tree, machine busy)
     kinds: dict[int, str] = field(default_factory=dict)
     peak_rss_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # at each tree's peak
+    # The peak as first measured: spawn clones of the JVM included (see `_spawn_clones`).
+    peak_rss_with_clones: dict[str, int] = field(default_factory=dict)
+    spawn_clones_seen: int = 0
+    measure_pss: bool = False  # also the peak of the summed PSS (reads smaps_rollup: slower)
+    peak_pss: dict[str, int] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -144,7 +165,14 @@ class TreeMeter:
                     if self.kinds.get(pid, "driver-or-other") == "driver-or-other":
                         # re-read until known: spark-submit's shell execs into the JVM later
                         self.kinds[pid] = kind(pid)
-                rss = sum(procs[pid][2] for pid in pids)
+                raw = sum(procs[pid][2] for pid in pids)
+                self.peak_rss_with_clones[name] = max(self.peak_rss_with_clones.get(name, 0), raw)
+                clones = self._spawn_clones(pids, procs)
+                self.spawn_clones_seen += len(clones)
+                pids -= clones
+                rss = raw - sum(procs[pid][2] for pid in clones)
+                if self.measure_pss:
+                    self.peak_pss[name] = max(self.peak_pss.get(name, 0), sum(pss(pid) for pid in pids))
                 if rss > self.peak_rss.get(name, 0):
                     self.peak_rss[name] = rss
                     by_kind: dict[str, int] = {}
@@ -155,6 +183,20 @@ class TreeMeter:
             self.history.append(
                 (time.monotonic(), {n: sum(seen.values()) for n, seen in self._cpu.items()}, machine_busy_seconds())
             )
+
+    def _spawn_clones(self, pids: set[int], procs: dict) -> set[int]:
+        """Children of the JVM that are not Python processes: a process being spawned
+        (Hadoop forks `chmod` for checkpoint files, several times a second). Between its
+        clone and its exec such a child shares the JVM's memory (CLONE_VM) and reports the
+        JVM's whole RSS as its own; by the time its command line is read it may already be
+        `jspawnhelper`, `chmod` or gone. Summing it would count the JVM twice for that
+        instant; what it is after the exec (a few MiB for a few ms) is left out with it."""
+        out = set()
+        for pid in pids:
+            parent = procs[pid][0]
+            if parent in pids and self.kinds.get(parent) == "spark-jvm" and kind(pid) in _SPAWNED:
+                out.add(pid)
+        return out
 
     def mark(self) -> tuple[float, dict[str, float], float]:
         """A point to measure from or to: (monotonic time, cpu per tree, machine busy)."""
@@ -190,3 +232,5 @@ class TreeMeter:
     def reset_peak(self) -> None:
         with self._lock:
             self.peak_rss.clear()
+            self.peak_rss_with_clones.clear()
+            self.peak_pss.clear()

@@ -21,6 +21,12 @@ def test_demo_run_prints_a_clean_verification(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "verification" in result.stdout.lower()
+    # the demo's consumer group switched from c1 to c3 mid-run without missing an event
+    assert "consumer group switch c1 -> c3" in result.stdout and "missed 0," in result.stdout, result.stdout[-2000:]
+    # Avro events: every record decodes on every cluster through that cluster's own registry.
+    decoded = [line for line in result.stdout.splitlines() if "decoded through its own registry" in line]
+    assert len(decoded) == 4 and all(line.endswith(", 0 failed to decode") for line in decoded), decoded
+    assert all(int(line.split(": ")[1].split()[0]) > 0 for line in decoded), decoded
     # The local clusters were stopped by PID afterwards.
     status = json.loads((state / "clusters" / "clusters.json").read_text())
     from treedist.local.launcher import pid_alive

@@ -94,3 +94,13 @@ def wait_until_complete(deployment, topic: str, timeout: float, check=lambda: No
         if all(c.missing == 0 for c in report.clusters) or time.monotonic() > deadline:
             return report
         time.sleep(2)
+
+
+def wait_for_links(app, predicate, timeout: float, what: str) -> None:
+    """Supervise `app` (its check()) until `predicate()` holds; fail naming `what` and every
+    link's state after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {app.link_states()}"
+        app.check()
+        time.sleep(0.2)

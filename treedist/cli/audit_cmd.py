@@ -1,7 +1,8 @@
 """`treedist audit`: message-safety settings of every cluster, against the thesis's guidelines (7.2).
 
 Reads each cluster's topics (internal ones included), their effective configs and the
-brokers' configs with the AdminClient; `treedist.sizing.audit` judges them. Exit code 1
+brokers' configs (`treedist.sizing.inventory`, AdminClient); `treedist.sizing.audit` judges
+them; this module parses options and prints. Exit code 1
 when anything breaches, 2 on errors (unreachable cluster, bad config).
 """
 
@@ -10,31 +11,21 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from rich.table import Table
 
 from treedist.cli.common import ConfigOption, JsonOption, console, load, print_json
 from treedist.config import Deployment
 from treedist.sizing import (
     Breach,
-    BrokerSnapshot,
-    ClusterSnapshot,
-    SizingError,
-    TopicSnapshot,
     audit_cluster,
     check_producer_config,
 )
-from treedist.sizing.errors import require_count
+from treedist.sizing.errors import AuditError, require_count
+from treedist.sizing.inventory import read_cluster
 
-DESCRIBE_TIMEOUT = 30.0
-
-
-class AuditError(SizingError):
-    """The audit could not read what it judges (a cluster, a topic's or broker's configs)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -108,7 +99,7 @@ def _print(failures: int, summary: dict[str, dict], breaches: list[Breach]) -> N
     console.print(table)
 
 
-# -- reading a cluster (driver side) ---------------------------------------------------------
+# -- options ---------------------------------------------------------
 
 
 def _regex(pattern: str) -> re.Pattern[str]:
@@ -116,51 +107,6 @@ def _regex(pattern: str) -> re.Pattern[str]:
         return re.compile(pattern)
     except re.error as err:
         raise AuditError(f"--topic {pattern!r} is not a valid regex: {err}") from None
-
-
-def read_cluster(name: str, deployment: Deployment, select: Callable[[str], bool] | None = None) -> ClusterSnapshot:
-    """Every topic (that `select` accepts) with its smallest replica count and effective
-    configs; every broker's configs."""
-    from treedist.kafka.admin import admin_client, metadata
-
-    admin = admin_client(deployment.clusters[name].client_config())
-    md = metadata(name, admin)
-    topics = {t: m for t, m in md.topics.items() if m.error is None and (select is None or select(t))}
-    topic_configs = _describe(name, admin, [ConfigResource(ResourceType.TOPIC, t) for t in sorted(topics)])
-    broker_configs = _describe(name, admin, [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(md.brokers)])
-    return ClusterSnapshot(
-        cluster=name,
-        brokers=tuple(BrokerSnapshot(bid, cfg) for bid, cfg in broker_configs.items()),
-        topics=tuple(
-            TopicSnapshot(
-                name=t,
-                replication_factor=min((len(p.replicas) for p in m.partitions.values()), default=0),
-                partitions=len(m.partitions),
-                configs=topic_configs[t],
-                internal=t.startswith("__"),
-            )
-            for t, m in sorted(topics.items())
-            if t in topic_configs
-        ),
-    )
-
-
-def _describe(cluster: str, admin: AdminClient, resources: list[ConfigResource]) -> dict[str, dict[str, str]]:
-    """name -> {key: effective value}; a topic deleted meanwhile is left out."""
-    if not resources:
-        return {}
-    out: dict[str, dict[str, str]] = {}
-    futures = admin.describe_configs(resources, request_timeout=DESCRIBE_TIMEOUT)
-    for resource, future in futures.items():
-        try:
-            entries = future.result(timeout=DESCRIBE_TIMEOUT)
-        except KafkaException as err:
-            code = err.args[0].code() if err.args and isinstance(err.args[0], KafkaError) else None
-            if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                continue
-            raise AuditError(f"cluster {cluster!r}: cannot describe the configs of {resource.name!r}: {err}") from None
-        out[resource.name] = {k: e.value for k, e in entries.items() if e.value is not None}
-    return out
 
 
 # -- treedist's own producer ---------------------------------------------------------------

@@ -9,7 +9,11 @@ from rich.table import Table
 
 from treedist.cli.common import JsonOption, console, print_json
 from treedist.local import LocalClusterError, LocalClusters
+from treedist.local.launcher import pid_alive
 from treedist.local.deployment import write_local_deployment
+from treedist.local.registries import load_registries, planned_ports, start_registries, stop_registries
+
+DEPLOYMENT_FILE = "deployment.yaml"  # in the state dir: what the local registries read
 
 local_app = typer.Typer(help="Launch and stop local Kafka-protocol clusters (noida-db).", no_args_is_help=True)
 StateDirOption = typer.Option(Path(".treedist/local"), "--state-dir", help="Data dirs, logs and the PID/port state file.")
@@ -24,12 +28,20 @@ def up(
     clusters: int = typer.Option(4, "--clusters", "-n", min=1, max=26, help="How many clusters (c1..cN)."),
     state_dir: Path = StateDirOption,
     write_config: Path = typer.Option(None, "--write-config", help="Also write a deployment YAML for these clusters (balanced tree)."),
+    registries: bool = typer.Option(True, "--registries/--no-registries", help="Start a schema registry per cluster (c1 primary)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Start N brokers on free loopback ports (re-uses ones already running) and wait until each answers."""
+    """Start N brokers on free loopback ports (re-uses ones already running) and wait until each
+    answers; then one schema registry per cluster, their URLs in the deployment written."""
     started = LocalClusters.start([f"c{i}" for i in range(1, clusters + 1)], state_dir)
+    extra: dict = {}
+    if registries:
+        ports = planned_ports(state_dir, started.names)
+        extra["schemas"] = {"primary": started.names[0], "registries": {c: f"http://127.0.0.1:{p}" for c, p in ports.items()}}
+        write_local_deployment(Path(state_dir) / DEPLOYMENT_FILE, started.bootstrap, **extra)
+        start_registries(state_dir, (Path(state_dir) / DEPLOYMENT_FILE).resolve(), ports)
     if write_config:
-        write_local_deployment(write_config, started.bootstrap)
+        write_local_deployment(write_config, started.bootstrap, **extra)
     _show(started, as_json)
 
 
@@ -43,8 +55,9 @@ def status(state_dir: Path = StateDirOption, as_json: bool = JsonOption) -> None
 def down(state_dir: Path = StateDirOption) -> None:
     """Stop the local brokers by PID (data stays in the state dir)."""
     clusters = _loaded(state_dir)
+    registries = stop_registries(state_dir)  # before their brokers, so they stop cleanly
     clusters.stop()
-    console.print(f"stopped {len(clusters.brokers)} local clusters; data kept in {state_dir}")
+    console.print(f"stopped {len(clusters.brokers)} local clusters and {registries} registries; data kept in {state_dir}")
 
 
 def _loaded(state_dir: Path) -> LocalClusters:
@@ -56,12 +69,18 @@ def _loaded(state_dir: Path) -> LocalClusters:
 
 def _show(clusters: LocalClusters, as_json: bool) -> None:
     rows = clusters.status()
+    registries = load_registries(clusters.base_dir)
+    for row in rows:
+        registry = registries.get(row["name"])
+        row["registry"] = registry.url if registry else None
+        row["registry_running"] = bool(registry) and pid_alive(registry.pid)
     if as_json:
         print_json(rows)
         return
     table = Table(title=f"local clusters ({clusters.base_dir})")
-    for col in ("cluster", "bootstrap", "pid", "running", "data dir"):
+    for col in ("cluster", "bootstrap", "pid", "running", "registry", "data dir"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["name"], r["bootstrap"], str(r["pid"]), "yes" if r["running"] else "[red]no[/]", r["data_dir"])
+        registry = "-" if not r["registry"] else r["registry"] + ("" if r["registry_running"] else " [red](down)[/]")
+        table.add_row(r["name"], r["bootstrap"], str(r["pid"]), "yes" if r["running"] else "[red]no[/]", registry, r["data_dir"])
     console.print(table)

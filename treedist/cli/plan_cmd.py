@@ -1,13 +1,12 @@
 """`treedist plan cluster|partitions|limits`: the thesis's sizing model (chapter 5), in the terminal.
 
-The math is in `treedist.sizing` (pure); this module parses options, reads brokers for
-`--from-deployment`, prints tables or JSON and draws the uniformity heatmap.
+The math is in `treedist.sizing` (pure), the broker reads of `--from-deployment` in
+`treedist.sizing.sample`, the heatmap in `treedist.sizing.heatmap`; this module parses
+options and prints tables or JSON.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -15,7 +14,6 @@ import typer
 from rich.table import Table
 
 from treedist.cli.common import JsonOption, console, load, print_json
-from treedist.config import Deployment
 from treedist.sizing import (
     ClusterInputs,
     Controller,
@@ -27,18 +25,18 @@ from treedist.sizing import (
     plan_cluster,
     plan_partitions,
 )
-from treedist.sizing.errors import InvalidSizingInput, require_positive
+from treedist.sizing.errors import InvalidSizingInput
 from treedist.sizing.limits import THESIS_LATENCY, THESIS_TOPIC_COUNTS, LimitTable, Restriction
-from treedist.sizing.measure import TopicRate, busiest, topic_rates
-from treedist.sizing.partitions import DEFAULT_SEARCH_CEILING, is_balanced
-from treedist.sizing.uniformity import DEFAULT_TARGET_SIZE, DEFAULT_TOP, uniformity_grid
+from treedist.sizing.measure import TopicRate, busiest
+from treedist.sizing.partitions import DEFAULT_SEARCH_CEILING
+from treedist.sizing.uniformity import DEFAULT_TARGET_SIZE, DEFAULT_TOP
+from treedist.sizing.heatmap import draw_heatmap
+from treedist.sizing.sample import measure_deployment
 
 plan_app = typer.Typer(
     help="Size clusters and topics with the thesis's model (eqs. 1-11): servers, partition bounds, limit tables.",
     no_args_is_help=True,
 )
-
-PLOT_MAX_COUNTS = 240  # columns of the heatmap at most
 
 _D = Timings()
 TElectOption = typer.Option(_D.t_elect, "--t-elect", help="Seconds to elect one partition's leader (thesis: 0.005).")
@@ -232,131 +230,6 @@ def _print_partition_plan(plan: PartitionPlan) -> None:
             f"{c.latency * 1000:.3g} ms", f"{c.unavailability[i.controller]:.3g} s", r.reason,
         )
     console.print(recs)
-
-
-# -- heatmap --------------------------------------------------------------------------------
-
-
-def draw_heatmap(plan: PartitionPlan, path: Path) -> None:
-    """Uniformity (least / most loaded broker, in leaders) per partition count (x) and cluster
-    size (y). Uniform cells (n divides p) are solid orange, the others shaded by how close
-    they come; counts outside the feasible range or unbalanced (eq. 7) are washed out;
-    recommended counts are labelled on top."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-    from matplotlib.ticker import MaxNLocator
-
-    i = plan.inputs
-    lo, hi = 1, plan.searched[1]
-    if hi - lo + 1 > PLOT_MAX_COUNTS:
-        lo = max(1, min(plan.lower, hi - PLOT_MAX_COUNTS + 1))
-        hi = lo + PLOT_MAX_COUNTS - 1
-    counts = list(range(lo, hi + 1))
-    sizes = list(range(1, i.target_size + 1))
-    grid = np.array(uniformity_grid(counts, sizes))
-    upper = plan.upper if plan.upper is not None else hi
-    usable = np.array(
-        [plan.feasible and plan.lower <= p <= upper and is_balanced(p, i.replication_factor, i.servers) for p in counts]
-    )
-
-    width = min(20.0, max(9.0, 3.0 + 0.055 * len(counts)))
-    height = max(4.0, 2.0 + 0.33 * len(sizes))
-    fig, ax = plt.subplots(figsize=(width, height), dpi=110)
-    extent = (lo - 0.5, hi + 0.5, sizes[-1] + 0.5, 0.5)
-    show = dict(aspect="auto", interpolation="nearest", extent=extent)
-    blues = ListedColormap(plt.get_cmap("Blues")(np.linspace(0.0, 0.85, 256)))
-    shades = ax.imshow(np.ma.masked_where(grid >= 1.0, grid), cmap=blues, vmin=0, vmax=1, **show)
-    ax.imshow(np.ma.masked_where(grid < 1.0, grid), cmap=ListedColormap(["#f28e2b"]), vmin=0, vmax=1, **show)
-    washed = np.ma.masked_where(np.broadcast_to(usable, grid.shape), np.ones_like(grid))
-    ax.imshow(washed, cmap=ListedColormap(["white"]), alpha=0.65, vmin=0, vmax=1, **show)
-
-    ax.set_xlabel("partitions per topic (p)")
-    ax.set_ylabel("cluster size (servers)")
-    ax.set_yticks(sizes)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=24, integer=True))
-    recommended = [c.recommendation.partitions for c in plan.candidates if lo <= c.recommendation.partitions <= hi]
-    top_axis = ax.secondary_xaxis("top")
-    top_axis.set_xticks(recommended)
-    top_axis.set_xticklabels([str(p) for p in recommended], rotation=90, fontsize=8, color="crimson")
-    top_axis.tick_params(color="crimson", length=6)
-    bar = fig.colorbar(shades, ax=ax, pad=0.01)
-    bar.set_label("least / most loaded broker (leaders)")
-    ax.legend(
-        handles=[
-            Patch(color="#f28e2b", label="uniform: n divides p"),
-            Patch(facecolor="white", edgecolor="grey", label="outside feasible range or unbalanced (eq. 7)"),
-        ],
-        loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8, frameon=False,
-    )
-    bound = "unbounded" if plan.upper is None else str(plan.upper)
-    ax.set_title(
-        f"load uniformity per partition count and cluster size; n={i.servers}, r={i.replication_factor}, "
-        f"feasible {plan.lower}..{bound} ({i.controller.value}); recommended counts in red",
-        fontsize=9, pad=30,
-    )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-
-
-# -- --from-deployment: end offsets over a window -----------------------------------------
-
-
-@dataclass
-class DeploymentSample:
-    """What `measure_deployment` read: rates, and per cluster the broker and topic counts."""
-
-    rates: list[TopicRate] = field(default_factory=list)
-    brokers: dict[str, int] = field(default_factory=dict)
-    topic_counts: dict[str, int] = field(default_factory=dict)  # non-internal topics per cluster
-    replication: dict[tuple[str, str], int] = field(default_factory=dict)  # (cluster, topic) -> fewest replicas
-
-
-def measure_deployment(deployment: Deployment, window_seconds: float, record_bytes: float | None) -> DeploymentSample:
-    """Sample the selected topics' end offsets on every cluster, wait, sample again (driver side)."""
-    require_positive("window_seconds", window_seconds)
-    if record_bytes is not None:
-        require_positive("record_bytes", record_bytes)
-    from treedist.kafka.admin import admin_client, metadata
-    from treedist.kafka.offsets import OffsetReader
-
-    sample = DeploymentSample()
-    admins, partitions, before, started = {}, {}, {}, {}
-    for name, cluster_config in deployment.clusters.items():
-        admin = admin_client(cluster_config.client_config())
-        md = metadata(name, admin)
-        admins[name] = OffsetReader(cluster_config.client_config(), cluster=name, timeout_s=15.0, read_committed=False)
-        sample.brokers[name] = len(md.brokers)
-        sample.topic_counts[name] = sum(1 for t in md.topics if not t.startswith("__"))
-        selected = {t: m for t, m in md.topics.items() if m.error is None and deployment.selects(name, t) is not None}
-        for topic, meta in selected.items():
-            sample.replication[(name, topic)] = min((len(p.replicas) for p in meta.partitions.values()), default=1)
-        partitions[name] = [(t, p) for t, m in selected.items() for p in m.partitions]
-        started[name] = time.monotonic()
-        before[name] = _end_offsets(name, admins[name], partitions[name])
-    time.sleep(window_seconds)
-    for name, reader in admins.items():
-        after = _end_offsets(name, reader, partitions[name])
-        elapsed = time.monotonic() - started[name]
-        sample.rates.extend(topic_rates(name, before[name], after, elapsed, record_bytes))
-    return sample
-
-
-def _end_offsets(cluster: str, reader, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    from treedist.kafka import KafkaLayerError
-    from treedist.kafka.offsets import TopicPartitionKey
-
-    try:
-        latest = reader.offsets([TopicPartitionKey(t, p) for t, p in partitions], "latest")
-    except KafkaLayerError as err:
-        raise SizingError(f"cluster {cluster!r}: cannot read end offsets: {err}") from None
-    return {(tp.topic, tp.partition): offset for tp, offset in latest.items()}
 
 
 # -- plan limits ----------------------------------------------------------------------------

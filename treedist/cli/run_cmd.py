@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import shutil
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import typer
@@ -16,12 +18,17 @@ from rich.live import Live
 from rich.table import Table
 
 from treedist.cli.common import console, load
+from treedist.cli.status_cmd import LogFileOption, LogLevelOption
 from treedist.config import Deployment, parse_deployment
 from treedist.kafka import admin_client, ensure_topics
 from treedist.kafka.offsets import OffsetReader
 from treedist.local import LocalClusters
+from treedist.local import avro_demo
 from treedist.local.demo import DemoWorkload
+from treedist.local.switch import GroupSwitch
 from treedist.local.deployment import write_local_deployment
+from treedist.pipeline.lifecycle import StopRequested, StopSignals
+from treedist.pipeline.preflight import check_clients
 
 DEMO_TOPIC = "demo"
 
@@ -32,20 +39,34 @@ def register(app: typer.Typer) -> None:
 
 def run(
     config: Path = typer.Option(None, "--config", "-c", help="Deployment YAML; without it, the embedded 4-cluster demo."),
-    duration: float = typer.Option(None, "--duration", help="Stop after this many seconds (default: run until Ctrl-C)."),
+    duration: float = typer.Option(None, "--duration", help="Stop after this many seconds (default: run until Ctrl-C or SIGTERM)."),
     rate: float = typer.Option(2000.0, "--rate", help="Demo only: events per second produced to random clusters."),
     partitions: int = typer.Option(6, "--partitions", help="Demo only: partitions of the demo topic."),
     state_dir: Path = typer.Option(Path(".treedist/demo"), "--state-dir", help="Demo only: clusters, checkpoints and config (wiped at start)."),
     keep_clusters: bool = typer.Option(False, "--keep-clusters", help="Demo only: leave the local clusters running afterwards."),
     drain_timeout: float = typer.Option(180.0, "--drain-timeout", help="Demo only: seconds to wait for distributors to catch up before verifying."),
+    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: off)."),
+    ui_port: int = typer.Option(0, "--ui-port", help="Serve the live web view on 127.0.0.1:PORT (0: off)."),
+    log_level: str = LogLevelOption,
+    log_file: Path = LogFileOption,
 ) -> None:
     """Run all distributors (one streaming query per source cluster, reading each record once
-    for all of its levels) until Ctrl-C or --duration."""
-    if config is not None:
-        _run_deployment(load(config), duration)
-        return
-    clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout)
-    raise typer.Exit(0 if clean else 1)
+    for all of its levels) until Ctrl-C, SIGTERM or --duration.
+
+    SIGTERM and SIGINT stop cleanly (batches settle, queries stop, local clusters stop; the
+    demo still drains and verifies); a second signal forces. Exit 0 (130 after SIGINT); the
+    demo exits 1 when its verification is not clean."""
+    from treedist.ops.logs import setup_logging
+
+    ops = Ops(metrics_port, ui_port, setup_logging(log_level, log_file), str(config or ""))
+    with StopSignals() as signals:
+        if config is not None:
+            failed = _run_deployment(load(config), duration, signals, ops)
+            if failed:
+                console.print(f"[red]links over their restart budget at the end:[/] {', '.join(failed)}")
+            raise typer.Exit(signals.exit_code(clean=not failed))
+        clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout, signals, ops)
+        raise typer.Exit(signals.exit_code(clean))
 
 
 def _session(deployment: Deployment):
@@ -54,44 +75,103 @@ def _session(deployment: Deployment):
     return build_session(deployment.spark.master, deployment.spark.app_name, deployment.spark.conf)
 
 
-def _run_deployment(deployment: Deployment, duration: float | None) -> None:
-    from treedist.pipeline.app import DistributionApp
+@dataclass(frozen=True)
+class Ops:
+    """What `run` serves and logs besides its work (treedist.ops)."""
 
+    metrics_port: int
+    ui_port: int
+    recent_errors: object  # treedist.ops.logs.RecentErrors
+    config_path: str
+
+
+def _start_app(stack: ExitStack, deployment: Deployment, signals: StopSignals, ops: Ops):
+    """Client settings checked, Spark started, distributors started; each registered on
+    `stack` so that whatever happens later (or during the start) is stopped in reverse order.
+    Spark installs its own SIGINT handler when it starts; ours is put back over it. The
+    status snapshot (treedist.ops) is refreshed by a background job; metrics and the web
+    view, when asked for, serve it."""
+    from treedist.ops.serve import serve
+    from treedist.ops.snapshot import StatusJob, StatusSource
+    from treedist.pipeline.app import DistributionApp, background_jobs
+
+    check_clients(deployment)  # one line naming cluster and key, before any Spark output
     spark = _session(deployment)
-    app = DistributionApp(deployment, spark)
+    stack.callback(spark.stop)
+    signals.reinstall()
+    source = StatusSource(deployment, config_path=ops.config_path, recent_errors=ops.recent_errors)
+    app = DistributionApp(deployment, spark, jobs=[*background_jobs(deployment), StatusJob(source)])
+    source.attach(app)
+    stack.callback(app.stop)
+    _announce_queries(app)
     app.start()
-    try:
-        with Live(console=console, refresh_per_second=2) as live:
-            try:
+    for what, url in serve(stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port).items():
+        console.print(f"{what}: {url}")
+    return app
+
+
+def _announce_queries(app) -> None:
+    """Start-up progress: "query 2 of 4 (c2-messages) starting" as each query starts."""
+    from treedist.pipeline.plan import plan_all
+
+    total = len(plan_all(app.deployment))
+    start = app._start
+
+    def announced(plan, counters):
+        if plan.query_name not in app.running:
+            console.print(f"query {len(app.running) + 1} of {total} ({plan.query_name}) starting ...")
+        return start(plan, counters)
+
+    app._start = announced
+
+
+def _run_deployment(deployment: Deployment, duration: float | None, signals: StopSignals, ops: Ops) -> list[str]:
+    """Run until --duration or a signal; the queries parked as failed at the end."""
+    app = None
+    with ExitStack() as stack:
+        try:
+            app = _start_app(stack, deployment, signals, ops)
+            with Live(console=console, refresh_per_second=2) as live:
                 for _ in _ticks(duration):
                     app.check()
                     live.update(_distributor_table(app.progress()))
-            except KeyboardInterrupt:
-                console.print("Ctrl-C: stopping the distributors (offsets are safe in the checkpoints) ...")
-    finally:
-        app.stop()
-        spark.stop()
+        except StopRequested as stop:
+            console.print(f"{stop}: stopping the distributors (offsets are safe in the checkpoints) ...")
+        return app.failed() if app is not None else []
 
 
-def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, drain_timeout: float) -> bool:
-    from treedist.pipeline.app import DistributionApp
+def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, drain_timeout: float,
+              signals: StopSignals, ops: Ops) -> bool:
     from treedist.verify import verify_topic
     from treedist.cli.verify_cmd import print_report
 
-    previous = LocalClusters.load(state_dir)
+    clusters_dir = state_dir / "clusters"
+    previous = LocalClusters.load(clusters_dir)  # left running by an earlier --keep-clusters
     if previous:
         previous.stop()
     shutil.rmtree(state_dir, ignore_errors=True)
     console.print(f"starting 4 local clusters in {state_dir} ...")
-    clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], state_dir / "clusters")
-    try:
+    with ExitStack() as stack:
+        clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], clusters_dir)
+        if keep_clusters:
+            stack.callback(console.print, "local clusters left running; stop them with: "
+                                          f"treedist local down --state-dir {clusters_dir}")
+        else:
+            stack.callback(clusters.stop)
+            signals.on_force(lambda: clusters.stop(grace=0.5))
+        ports = avro_demo.registry_ports(clusters.names)
         spec = write_local_deployment(
             state_dir / "deployment.yaml",
             clusters.bootstrap,
             topics=[DEMO_TOPIC],
             checkpoint_location=str(state_dir / "checkpoints"),
+            offsets={"margin": "5s", "poll_interval": "1s"},  # a short demo: a small margin
+            schemas={"primary": "c1", "registries": {c: f"http://127.0.0.1:{p}" for c, p in ports.items()}},
         )
         deployment = parse_deployment(spec, source=str(state_dir / "deployment.yaml"))
+        registries = avro_demo.start_registries(deployment)  # Avro events: IDs from c1, distributed
+        for server in registries.values():
+            stack.callback(server.stop)
         for name, cluster in deployment.clusters.items():
             ensure_topics(name, admin_client(cluster.client_config()), {DEMO_TOPIC: partitions})
         distributors = len(deployment.topology().all_distributors())
@@ -99,21 +179,30 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
             f"deployment written to {state_dir / 'deployment.yaml'}; starting Spark, one query per cluster "
             f"({len(deployment.clusters)} queries, {distributors} distributors) ..."
         )
-        spark = _session(deployment)
-        app = DistributionApp(deployment, spark)
-        app.start()
-        clients = {name: c.client_config() for name, c in deployment.clusters.items()}
-        counters = {name: OffsetReader(conf, cluster=name, timeout_s=5.0) for name, conf in clients.items()}
-        workload = DemoWorkload(clients, DEMO_TOPIC, rate)
-        workload.start()
-        try:
+        with ExitStack() as app_stack:
+            try:
+                app = _start_app(app_stack, deployment, signals, replace(ops, config_path=str(state_dir / "deployment.yaml")))
+            except StopRequested as stop:
+                console.print(f"{stop} while starting: stopping; nothing to verify")
+                return False
+            clients = {name: c.client_config() for name, c in deployment.clusters.items()}
+            counters = {name: OffsetReader(conf, cluster=name, timeout_s=5.0) for name, conf in clients.items()}
+            workload = DemoWorkload(clients, DEMO_TOPIC, rate,
+                                    serialize=avro_demo.serializer(deployment.schemas.registries["c1"], DEMO_TOPIC))
+            workload.start()
+            app_stack.callback(workload.stop)
+            switch = GroupSwitch(clients, DEMO_TOPIC)  # consumes on c1, switches to c3 mid-run
+            switch.start()
+            switch_at = time.monotonic() + (duration / 2 if duration else 30.0)
             with Live(console=console, refresh_per_second=2) as live:
                 try:
                     for _ in _ticks(duration):
+                        if time.monotonic() >= switch_at:
+                            switch.switch()
                         app.check()
                         live.update(_demo_view(app, workload, _received(counters)))
-                except KeyboardInterrupt:
-                    pass
+                except StopRequested as stop:
+                    console.print(f"{stop}: stopping the producers, then draining and verifying ...")
                 workload.stop()
                 console.print(f"stopped producing after {workload.total} events; waiting for the distributors to catch up ...")
                 deadline = time.monotonic() + drain_timeout
@@ -124,18 +213,21 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
                     if all(r >= workload.total for r in received.values()) and app.idle():
                         break
                     time.sleep(1)
-        finally:
-            app.stop()
-            spark.stop()
+            moved = switch.finish(workload.total)
         report = verify_topic(deployment, DEMO_TOPIC)
         console.print(f"\nverification of '{DEMO_TOPIC}' after {workload.total} events:")
         print_report(report)
-        return report.ok
-    finally:
-        if keep_clusters:
-            console.print(f"local clusters left running; stop them with: treedist local down --state-dir {state_dir / 'clusters'}")
-        else:
-            clusters.stop()
+        after = "not translated in time: read from the start" if moved.translated_after_s is None else (
+            f"offsets there {moved.translated_after_s:.1f} s after the switch")
+        console.print(f"consumer group switch {moved.first} -> {moved.second} (offsets.mode timestamp, margin 5 s; {after}): "
+                      f"read {moved.read_first} on {moved.first}, {moved.read_second} on {moved.second}; "
+                      f"missed {moved.missed}, repeated {moved.repeated}")
+        decoded = avro_demo.decode_check(deployment, DEMO_TOPIC)
+        for d in decoded:
+            console.print(f"{d.cluster}: {d.records} records decoded through its own registry, "
+                          f"{'[red]' if d.failures else ''}{d.failures} failed to decode{'[/]' if d.failures else ''}"
+                          + (f" (first: {d.first_error})" if d.first_error else ""))
+        return report.ok and moved.missed == 0 and not any(d.failures for d in decoded)
 
 
 def _ticks(duration: float | None):
@@ -163,11 +255,14 @@ def _demo_view(app, workload: DemoWorkload, received: dict[str, int]) -> Group:
 
 def _distributor_table(rows: list[dict]) -> Table:
     table = Table(title="distributors")
-    for col in ("distributor", "target", "active", "batch", "read/s", "read", "copied", "malformed", "restarts"):
+    for col in ("distributor", "target", "state", "batch", "read/s", "read", "copied", "malformed", "restarts"):
         table.add_column(col, justify="right")
     for r in rows:
+        state = r["state"] if r["state"] in ("running", "starting") else f"[red]{r['state']}[/]"
+        if r["waiting_on"]:
+            state += f" for {', '.join(r['waiting_on'])}"
         table.add_row(
-            r["distributor"], r["target"], "yes" if r["active"] else "[red]no[/]", str(r["batch"]),
+            r["distributor"], r["target"], state, str(r["batch"]),
             str(r["records_per_second"]), str(r["records_in"]), str(r["copied"]), str(r["malformed"]), str(r["restarts"]),
         )
     return table

@@ -1,11 +1,14 @@
 """`treedist verify`: is every original on every cluster exactly once, in order, unchanged?
 
-Exit codes: 0 when every cluster is clean, 1 when any count is non-zero, 2 on errors
-(unreachable cluster, missing topic, a partition that cannot be read to its watermark).
+Exit codes: 0 when nothing was lost (duplicates, which at-least-once delivery allows after a
+crash, are reported but pass unless --strict), 1 on missing or unexpected records, order
+violations or mismatched copies (and on duplicates with --strict), 2 on errors (unreachable
+cluster, missing topic, a partition that cannot be read to its watermark).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,9 +37,12 @@ def verify_command(
     idle_timeout: float = typer.Option(
         DEFAULT_IDLE_TIMEOUT, "--timeout", min=0.1,
         help="Seconds a cluster's read may make no progress before it fails."),
+    strict: bool = typer.Option(False, "--strict", help="Fail on duplicates too (default: reported, allowed after a crash)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Read TOPIC on every cluster; per cluster: missing, duplicated, unexpected, out of order, mismatched."""
+    """Read TOPIC on every cluster; per cluster: missing, duplicated, unexpected, out of order, mismatched.
+
+    Exit 1 on loss (missing, unexpected, out of order, mismatched); duplicates only with --strict."""
     from treedist.verify import verify_topic
 
     deployment = load(config)
@@ -45,12 +51,14 @@ def verify_command(
         raise typer.BadParameter(f"unknown clusters {unknown}; known: {sorted(deployment.clusters)}", param_hint="--cluster")
     if not deployment.topics.matches(topic):
         err_console.print(f"[yellow]warning:[/] topic {topic!r} is not selected for distribution by {config}")
-    report = verify_topic(deployment, topic, clusters=cluster or None, idle_timeout=idle_timeout)
+    with _progress_bars() as on_progress:
+        report = verify_topic(deployment, topic, clusters=cluster or None, idle_timeout=idle_timeout,
+                              progress=on_progress)
     if as_json:
         print_json(report.as_dict())
     else:
         print_report(report)
-    if not report.ok:
+    if not (report.ok if strict else report.lossless):
         raise typer.Exit(1)
 
 
@@ -58,8 +66,14 @@ def print_report(report: "VerifyReport") -> None:
     """The verification as a person reads it: table, examples of each fault, verdict."""
     console.print(report_table(report))
     _print_examples(report)
-    verdict = "[green]every cluster holds every record exactly once, in order[/]" if report.ok \
-        else "[red]verification FAILED[/]"
+    if report.ok:
+        verdict = "[green]every cluster holds every record exactly once, in order[/]"
+    elif report.lossless:
+        duplicates = sum(c.duplicated for c in report.clusters)
+        verdict = (f"[yellow]nothing lost; {duplicates} duplicates[/] (allowed after a crash by the at-least-once "
+                   "contract; --strict fails on them)")
+    else:
+        verdict = "[red]verification FAILED: records lost, foreign, out of order or changed[/]"
     console.print(verdict)
 
 
@@ -95,3 +109,21 @@ def _print_examples(report: "VerifyReport") -> None:
         console.print(f"[bold]{c.cluster}[/] examples:")
         for line in lines:
             console.print(f"  {line}", highlight=False)
+
+
+@contextmanager
+def _progress_bars():
+    """Per-cluster progress bars on stderr while the clusters are read (only on a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bars = Progress(TextColumn("reading {task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=err_console, transient=True, disable=not err_console.is_terminal)
+    tasks: dict[str, object] = {}
+
+    def on_progress(cluster: str, done: int, total: int) -> None:
+        if cluster not in tasks:
+            tasks[cluster] = bars.add_task(cluster, total=total)
+        bars.update(tasks[cluster], completed=done, total=total)
+
+    with bars:
+        yield on_progress

@@ -9,9 +9,10 @@ from treedist.config.model import (
     SparkConfig,
     TargetOverride,
     TopicSelection,
+    TopicSyncConfig,
 )
 
 __all__ = [
     "ConfigError", "load_deployment", "parse_deployment", "ClusterConfig", "Deployment",
-    "DistributorConfig", "SparkConfig", "TargetOverride", "TopicSelection",
+    "DistributorConfig", "SparkConfig", "TargetOverride", "TopicSelection", "TopicSyncConfig",
 ]

@@ -73,6 +73,8 @@ def _field_path(loc: tuple) -> str:
             parts.append(f"[{item}]")
         elif item in ("cluster", "node") and i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "children":
             continue  # the tree union's branch tag, which pydantic puts into the location
+        elif item in ("list", "mapping") and i >= 1 and loc[i - 1] == "targets":
+            continue  # the targets union's branch tag (a list of overrides, or a mapping)
         else:
             parts.append(("." if parts else "") + str(item))
     return "".join(parts)

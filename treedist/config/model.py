@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -29,7 +30,9 @@ from pydantic import (
     model_validator,
 )
 
+from treedist.config.durations import Duration
 from treedist.config.errors import ConfigError
+from treedist.config.offsets import OffsetsConfig
 from treedist.topology import (
     MalformedFlagsPolicy,
     Node,
@@ -40,6 +43,7 @@ from treedist.topology import (
 )
 from treedist.topology.flags import MAX_LEVEL, MIN_LEVEL
 from treedist.topology.selection import TopicFilter
+from treedist.topics.reconcile import MM2_EXCLUDED_CONFIGS
 from treedist.topology.naming import (
     DEFAULT_FORMAT,
     Naming,
@@ -127,6 +131,29 @@ class ClusterConfig(Frozen):
         return conf
 
 
+class TopicSyncConfig(Frozen):
+    """`topics.sync`: topic metadata sync (treedist.topics), a driver-side background job.
+
+    Copies topic creation, partition increases and topic-level configs of the distributed
+    topics between all clusters every `interval`. `authority` (a cluster name, default the
+    first cluster of the file) wins two different changes of one key in one interval.
+    `exclude_configs` are added to MirrorMaker 2's default exclude list; excluded keys are
+    never copied. `replication_factor` per cluster for topics the sync creates (a cluster
+    not listed: the broker's default). Cluster names are checked by the Deployment.
+    """
+
+    enabled: StrictBool = True
+    interval: Duration = 10.0
+    delete: StrictBool = False
+    authority: StrictStr | None = None
+    exclude_configs: tuple[StrictStr, ...] = ()
+    replication_factor: dict[StrictStr, Annotated[StrictInt, Field(ge=1, le=32767)]] = Field(default_factory=dict)
+
+    def excluded_configs(self) -> frozenset[str]:
+        """MM2's default exclude list plus the user's own keys."""
+        return frozenset(MM2_EXCLUDED_CONFIGS) | frozenset(self.exclude_configs)
+
+
 class TopicSelection(Frozen):
     """Which logical topics are distributed.
 
@@ -140,6 +167,7 @@ class TopicSelection(Frozen):
     names: tuple[str, ...] = ()
     regex: tuple[str, ...] = ()
     exclude: tuple[str, ...] = (r"__.*", r"_schemas", r"\..*")
+    sync: TopicSyncConfig = TopicSyncConfig()
 
     @field_validator("regex", "exclude")
     @classmethod
@@ -209,10 +237,68 @@ class TargetOverride(Frozen):
     target: StrictStr
 
 
+class FailoverConfig(Frozen):
+    """Switch a link away from a target leaf that has not answered for `after` seconds."""
+
+    after: Duration
+
+
+class FailbackConfig(Frozen):
+    """Switch back once the original target has answered again for `after` seconds."""
+
+    after: Duration
+
+
+def _failback(value: object) -> object:
+    """`manual` (kept as None) or a mapping `{after: <duration>}`."""
+    if value == "manual" or value is None:
+        return None
+    if isinstance(value, str):
+        raise ValueError(f"failback is 'manual' or {{after: <duration>}}, got {value!r}")
+    return value
+
+
+class TargetsConfig(Frozen):
+    """`targets` as a mapping: the overrides plus automatic target failover.
+
+    (`targets` as a list is the overrides alone, the original form.) With `failover`, a link
+    whose target leaf has not answered for `failover.after` switches to another leaf of the
+    same sibling subtree that answers, from its checkpoint; `failback` says when it switches
+    back: `manual` (default: only by a restart or a config change) or `{after: 10m}` of the
+    original target answering again.
+    """
+
+    overrides: tuple[TargetOverride, ...] = ()
+    failover: FailoverConfig | None = None
+    failback: Annotated[FailbackConfig | None, BeforeValidator(_failback)] = None  # None: manual
+
+
+def _targets_form(value: object) -> str:
+    return "mapping" if isinstance(value, (dict, TargetsConfig)) else "list"
+
+
+Targets = Annotated[
+    Union[Annotated[tuple[TargetOverride, ...], Tag("list")], Annotated[TargetsConfig, Tag("mapping")]],
+    Discriminator(_targets_form),
+]
+
+
 class SparkConfig(Frozen):
     master: str = "local[2,4]"
     app_name: str = "treedist"
     conf: dict[str, str] = Field(default_factory=dict)
+
+
+class RestartsConfig(Frozen):
+    """A link's restart budget: restarted with backoff (doubling from `backoff` seconds up to
+    `max_backoff`) after each of up to `max_failures` failures within `window` seconds; one
+    more parks it as failed until the oldest failure leaves the window. Waiting for an
+    unreachable cluster is not a failure (treedist.pipeline.supervision)."""
+
+    max_failures: int = Field(default=5, ge=1)
+    window: float = Field(default=600.0, gt=0)
+    backoff: float = Field(default=2.0, gt=0)
+    max_backoff: float = Field(default=60.0, gt=0)
 
 
 class DistributorConfig(Frozen):
@@ -222,6 +308,10 @@ class DistributorConfig(Frozen):
     max_record_bytes: int = Field(default=1_000_000, gt=0)
     delivery_timeout_ms: int = Field(default=120_000, gt=0)
     topic_refresh_seconds: float = Field(default=10.0, gt=0)
+    restarts: RestartsConfig = RestartsConfig()
+    # A link whose source or target has not answered the application's probes (every 2 s) for
+    # this long is stopped and waits for it; nothing is counted as a failure.
+    unreachable_after: Duration = 10.0
     # How the copies move: "fused", the only mode since read-once (issue 6): a cluster's query
     # reads each record once in its executors, applies every level's rule and produces the
     # copies itself, verifying every delivery before the batch commits; records never cross
@@ -239,6 +329,37 @@ class DistributorConfig(Frozen):
         return value
 
 
+class SchemasConfig(Frozen):
+    """Schema distribution (docs/schemas.md): schemas are registered on `primary` only and
+    copied from its `_schemas` topic to every other cluster's, subjects translated.
+
+    `registries` maps clusters to their registry URLs (clients, `treedist schemas diff`);
+    `subject_format` gives a cluster's subject naming where it differs from its
+    `topic_format` (same placeholders, values from the cluster's `vars`); `topic` is the
+    registries' storage topic (Confluent's `kafkastore.topic`).
+    """
+
+    primary: StrictStr
+    registries: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    subject_format: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    topic: StrictStr = "_schemas"
+
+    @field_validator("registries")
+    @classmethod
+    def _urls(cls, registries: dict[str, str]) -> dict[str, str]:
+        for cluster, url in registries.items():
+            if not re.match(r"^https?://[^\s/]+", url):
+                raise ValueError(f"{cluster}: {url!r} is not an http(s) URL")
+        return {c: u.rstrip("/") for c, u in registries.items()}
+
+    @field_validator("topic")
+    @classmethod
+    def _topic(cls, topic: str) -> str:
+        if not is_valid_topic(topic):
+            raise ValueError(f"{topic!r} is not a valid topic name")
+        return topic
+
+
 class Deployment(Frozen):
     clusters: dict[str, ClusterConfig] = Field(min_length=2)
     tree: InnerNodeSpec
@@ -248,7 +369,18 @@ class Deployment(Frozen):
     checkpoint_location: Path = Path(".treedist/checkpoints")
     spark: SparkConfig = SparkConfig()
     distributor: DistributorConfig = DistributorConfig()
-    targets: tuple[TargetOverride, ...] = ()
+    targets: Targets = ()
+    offsets: OffsetsConfig = OffsetsConfig()
+    schemas: SchemasConfig | None = None
+
+    @property
+    def target_overrides(self) -> tuple[TargetOverride, ...]:
+        return self.targets.overrides if isinstance(self.targets, TargetsConfig) else self.targets
+
+    @property
+    def target_failover(self) -> TargetsConfig:
+        """Failover and failback settings (failover None = off)."""
+        return self.targets if isinstance(self.targets, TargetsConfig) else TargetsConfig()
 
     @field_validator("clusters")
     @classmethod
@@ -260,12 +392,14 @@ class Deployment(Frozen):
 
     @field_validator("targets")
     @classmethod
-    def _one_override_per_distributor(cls, targets: tuple[TargetOverride, ...]) -> tuple[TargetOverride, ...]:
+    def _one_override_per_distributor(cls, targets: object) -> object:
+        overrides = targets.overrides if isinstance(targets, TargetsConfig) else targets
+        where = "overrides" if isinstance(targets, TargetsConfig) else ""
         seen: dict[tuple[str, int], int] = {}
-        for i, t in enumerate(targets):
+        for i, t in enumerate(overrides):
             if (t.cluster, t.level) in seen:
                 raise ValueError(
-                    f"[{i}]: a second override for cluster {t.cluster!r} level {t.level} (first at [{seen[t.cluster, t.level]}])"
+                    f"{where}[{i}]: a second override for cluster {t.cluster!r} level {t.level} (first at [{seen[t.cluster, t.level]}])"
                 )
             seen[t.cluster, t.level] = i
         return targets
@@ -280,6 +414,7 @@ class Deployment(Frozen):
             self.topology()
         except TopologyError as err:
             raise ValueError(f"targets: {err}") from None
+        self._check_sync_clusters()
         naming = self.naming()
         for i, name in enumerate(self.topics.names):
             for cluster in self.clusters:
@@ -288,13 +423,55 @@ class Deployment(Frozen):
                         f"topics.names[{i}]: {name!r} has no legal topic name on cluster {cluster!r} "
                         f"(its topic_format leaves room for {naming.format(cluster).max_logical_length} characters)"
                     )
+        if self.schemas is not None:
+            self._check_schemas(self.schemas)
         return self
+
+    def _check_sync_clusters(self) -> None:
+        sync = self.topics.sync
+        if sync.authority is not None and sync.authority not in self.clusters:
+            raise ValueError(f"topics.sync.authority: unknown cluster {sync.authority!r}; known: {sorted(self.clusters)}")
+        for name in sync.replication_factor:
+            if name not in self.clusters:
+                raise ValueError(
+                    f"topics.sync.replication_factor: unknown cluster {name!r}; known: {sorted(self.clusters)}"
+                )
+
+    def sync_authority(self) -> str:
+        """The cluster whose value wins a conflicting config change: `topics.sync.authority`,
+        else the first cluster in the file."""
+        return self.topics.sync.authority or next(iter(self.clusters))
+
+    def _check_schemas(self, schemas: SchemasConfig) -> None:
+        known = sorted(self.clusters)
+        if schemas.primary not in self.clusters:
+            raise ValueError(f"schemas.primary: unknown cluster {schemas.primary!r}; known: {known}")
+        for field_name in ("registries", "subject_format"):
+            for cluster in getattr(schemas, field_name):
+                if cluster not in self.clusters:
+                    raise ValueError(f"schemas.{field_name}.{cluster}: unknown cluster {cluster!r}; known: {known}")
+        for cluster, text in schemas.subject_format.items():
+            try:
+                _subject_format(text, self.clusters[cluster].vars)
+            except NamingError as err:
+                raise ValueError(f"schemas.subject_format.{cluster}: {err.reason}") from None
+
+    def subject_naming(self) -> Naming:
+        """Every cluster's subject naming: its `schemas.subject_format`, else its topic_format.
+
+        `Naming.translate_subject(src, subject, dst)` then maps `<topic>-key|-value` subjects.
+        """
+        formats = dict(self.naming().formats)
+        if self.schemas is not None:
+            for cluster, text in self.schemas.subject_format.items():
+                formats[cluster] = _subject_format(text, self.clusters[cluster].vars)
+        return Naming.of(formats)
 
     def tree_node(self) -> Node:
         return from_spec(_plain(self.tree))
 
     def topology(self) -> Topology:
-        overrides = {(t.cluster, t.level): t.target for t in self.targets}
+        overrides = {(t.cluster, t.level): t.target for t in self.target_overrides}
         return build_topology(self.tree_node(), overrides)
 
     def cluster(self, name: str) -> ClusterConfig:
@@ -326,6 +503,12 @@ class Deployment(Frozen):
         if self.naming().logical(cluster, physical_topic) is not None:
             return False
         return not (isinstance(physical_topic, str) and self.topics.excluded(physical_topic))
+
+
+def _subject_format(text: str, vars: dict[str, str]) -> TopicFormat:
+    """A subject format uses some of its cluster's vars: only those are given to it."""
+    used = set(parse_template(text).variables)
+    return TopicFormat.parse(text, {k: v for k, v in vars.items() if k in used})
 
 
 @lru_cache(maxsize=64)

@@ -15,6 +15,7 @@ from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPar
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from treedist.kafka.errors import ClusterUnreachable
+from treedist.kafka.logs import client_logger
 from treedist.kafka.retry import with_retries
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,9 @@ class OffsetReader:
         if read_committed is None:  # as the cluster's consumers read: read_committed unless told otherwise
             read_committed = str(client_config.get("isolation.level", "read_committed")) == "read_committed"
         self._isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-        self._admin = AdminClient({k: v for k, v in client_config.items() if k not in _CONSUMER_ONLY})
+        # librdkafka's logs through Python logging, condensed (treedist.kafka.logs)
+        self._admin = AdminClient({"logger": client_logger(),
+                                   **{k: v for k, v in client_config.items() if k not in _CONSUMER_ONLY}})
 
     def partitions(self, select: Callable[[str], bool]) -> list[TopicPartitionKey]:
         """All partitions of the topics `select` accepts, sorted. A topic whose metadata

@@ -34,7 +34,7 @@ def with_retries(
         except KafkaException as exc:
             if attempt == attempts:
                 raise error(f"{what} after {attempts} attempts: {exc}") from exc
-            log.warning("%s failed (attempt %d/%d), retrying in %.1fs: %s", what, attempt, attempts, backoff, exc)
+            log.warning("%s (attempt %d/%d), retrying in %.1fs: %s", what, attempt, attempts, backoff, exc)
             time.sleep(backoff)
             backoff = min(backoff * 2, max_backoff_s)
     raise AssertionError("unreachable")

@@ -12,21 +12,24 @@ import random
 import threading
 import time
 from collections import Counter
-from typing import Mapping
+from typing import Callable, Mapping
 
 from confluent_kafka import KafkaError, Producer
 
+from treedist.kafka.logs import client_logger
 from treedist.local.errors import LocalClusterError
 
 
 class DemoWorkload:
-    def __init__(self, clients: Mapping[str, dict], topic: str, rate: float, keys: int = 1000, seed: int | None = None):
+    def __init__(self, clients: Mapping[str, dict], topic: str, rate: float, keys: int = 1000, seed: int | None = None,
+                 serialize: Callable[[dict], bytes] | None = None):
         self.topic = topic
+        self.serialize = serialize or (lambda event: json.dumps(event).encode())  # Avro in the demo (avro_demo.py)
         self.rate = rate
         self.keys = keys
         self.random = random.Random(seed)
         self.producers = {
-            name: Producer({**conf, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+            name: Producer({**conf, "enable.idempotence": True, "acks": "all", "linger.ms": 5, "logger": client_logger()})
             for name, conf in clients.items()
         }
         self.delivered: Counter[str] = Counter()
@@ -62,11 +65,11 @@ class DemoWorkload:
             while seq < due and not self._stop.is_set():
                 cluster = self.random.choice(names)
                 key = f"user-{self.random.randrange(self.keys)}"
-                value = json.dumps({"seq": seq, "cluster": cluster, "user": key, "amount": self.random.randint(1, 999)})
+                value = self.serialize({"seq": seq, "cluster": cluster, "user": key, "amount": self.random.randint(1, 999)})
                 self.producers[cluster].produce(
                     self.topic,
                     key=key.encode(),
-                    value=value.encode(),
+                    value=value,
                     headers=[("demo-seq", str(seq).encode())],
                     on_delivery=self._delivered(cluster),
                 )

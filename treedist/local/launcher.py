@@ -135,6 +135,22 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def is_ours(broker: LocalBroker) -> bool:
+    """Whether `broker.pid` is still the noida-db process we started for this data dir.
+
+    A state file outlives its processes: after a reboot or a crash its PIDs may belong to
+    anything. Only a live process whose command line is noida-db's with this data dir is ours.
+    """
+    if not pid_alive(broker.pid):
+        return False
+    try:
+        argv = Path(f"/proc/{broker.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    args = [a.decode(errors="replace") for a in argv if a]
+    return bool(args) and Path(args[0]).name == "noida-db" and broker.data_dir in args
+
+
 def stop_pid(pid: int, grace: float = 5.0) -> None:
     """SIGTERM the process group we started as `pid` (start_new_session made it a group
     leader), SIGKILL it after `grace` seconds; never by name."""
@@ -183,7 +199,7 @@ class LocalClusters:
         try:
             for name in names:
                 old = existing.brokers.get(name) if existing else None
-                if old and pid_alive(old.pid):
+                if old and is_ours(old):
                     brokers[name] = old
                 else:
                     # Same port as before when we can: a deployment file may point at it.
@@ -212,15 +228,20 @@ class LocalClusters:
         (self.base_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
 
     def status(self) -> list[dict]:
-        return [{**asdict(b), "bootstrap": b.bootstrap, "running": pid_alive(b.pid)} for b in self.brokers.values()]
+        return [{**asdict(b), "bootstrap": b.bootstrap, "running": is_ours(b)} for b in self.brokers.values()]
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop every broker that is still the one we started (see `is_ours`), by PID."""
         for broker in self.brokers.values():
-            stop_pid(broker.pid)
+            if is_ours(broker):
+                stop_pid(broker.pid, grace)
 
 
 def _port_free(port: int) -> bool:
+    """Whether a server could listen on `port` now. SO_REUSEADDR as servers set it: connections
+    of the broker's former clients in TIME_WAIT must not make its own port look taken."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HOST, port))
             return True

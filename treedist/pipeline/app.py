@@ -1,68 +1,106 @@
 """All distributors of a deployment as one Spark application (driver side).
 
-Lifecycle: preflight -> one streaming query per source cluster (reading each record once for
-all of the cluster's distributors) -> supervise -> stop. Supervision restarts a failed query
-from its checkpoint with bounded attempts and exponential backoff, then gives up with an
-error naming the cluster's distributors. Progress is reported per logical distributor
-(cluster, level).
+Lifecycle: background jobs' first passes (those that must precede the queries, e.g. topic
+sync) -> preflight -> one streaming query per source cluster (reading each record once for
+all of the cluster's distributors) -> background jobs (treedist.pipeline.jobs) -> supervise
+-> stop (jobs first, then queries). Progress is reported per logical distributor (cluster,
+level).
+
+Supervision (rules in treedist.pipeline.supervision): a query that failed while its source or
+one of its targets does not answer is *waiting* for that cluster (not a failure: probed with
+growing intervals, restarted as soon as it answers); any other failure is restarted from the
+checkpoint with backoff within a restart budget per link and time window
+(`distributor.restarts`), and past it the link is parked as *failed* and tried again when the
+window frees. One link never stops another, and the application never exits because of one.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Sequence
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from treedist.config import Deployment
-from treedist.pipeline.errors import PipelineError
 from treedist.pipeline.counters import ClusterCounters
+from treedist.pipeline.health import ClusterHealth
+from treedist.pipeline.jobs import Job, Scheduler
 from treedist.pipeline.plan import ClusterPlan, plan_all
 from treedist.pipeline.preflight import preflight
 from treedist.pipeline.query import start_cluster_query
+from treedist.pipeline.supervision import LinkState, RestartPolicy, Supervision, error_summary
+from treedist.topology.failover import choose_target
+from treedist.pipeline.schemas import SchemaDistributor
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class RunningQuery:
-    """One source cluster's query and the counters of its distributors."""
+    """One source cluster's query, the counters of its distributors and its supervision."""
 
     plan: ClusterPlan
     counters: ClusterCounters
     query: StreamingQuery
-    restarts: int = 0
-    next_restart_at: float = 0.0
+    supervision: Supervision = field(default_factory=Supervision)
     rate_mark: tuple[float, int] = (0.0, 0)  # (monotonic time, records read) at the last progress()
+    switches: list[dict] = field(default_factory=list)  # target failovers and failbacks, oldest first
+
+    @property
+    def clusters(self) -> set[str]:
+        """The clusters this link reads from or writes to."""
+        return {self.plan.cluster, *(lp.target for lp in self.plan.levels)}
+
+    @property
+    def restarts(self) -> int:
+        return self.supervision.restarts
 
 
 class DistributionApp:
     """Runs on the driver. `start()`, then `check()` periodically, then `stop()`."""
 
-    def __init__(self, deployment: Deployment, spark: SparkSession, max_restarts: int = 3, backoff_seconds: float = 2.0):
+    def __init__(
+        self,
+        deployment: Deployment,
+        spark: SparkSession,
+        policy: RestartPolicy | None = None,
+        jobs: Sequence[Job] | None = None,
+    ):
         self.deployment = deployment
         self.spark = spark
-        self.max_restarts = max_restarts
-        self.backoff_seconds = backoff_seconds
+        self.policy = policy or _policy(deployment)
         self.running: dict[str, RunningQuery] = {}  # by query name
+        self.schemas: SchemaDistributor | None = None  # with a `schemas` section: the primary's schema query
+        self.scheduler = Scheduler(background_jobs(deployment) if jobs is None else jobs)
+        self.health = ClusterHealth({n: c.client_config() for n, c in deployment.clusters.items()})
+        # The deployment's own target per distributor: what failback returns to.
+        self._configured = {d.name: d.target for d in deployment.topology().all_distributors()}
 
     def start(self, startup_timeout: float = 120.0) -> None:
-        """Preflight, then start the queries one after another.
+        """Background jobs' first passes, preflight, then the queries one after another.
 
         Each query's source lives in a driver-side Python worker that must connect back to
         the JVM within Spark's fixed 10 s; spawning all of them at once on a small machine
         misses that, so each query is started only after the previous one's sources are up.
         """
+        self.scheduler.run_before_start()
         preflight(self.deployment)
         try:
             for plan in plan_all(self.deployment, max_tasks=self.spark.sparkContext.defaultParallelism):
                 counters = ClusterCounters(self.spark, plan)
-                run = RunningQuery(plan, counters, self._start(plan, counters))
+                run = RunningQuery(plan, counters, self._start(plan, counters), Supervision(self.policy))
                 self.running[plan.query_name] = run
                 self._await_sources(run, startup_timeout)
-        except Exception:
+            if self.deployment.schemas is not None:
+                self.schemas = SchemaDistributor(
+                    self.deployment, self.spark, max_restarts=self.policy.max_failures, backoff_seconds=self.policy.backoff_s
+                ).start()
+            self.scheduler.start()
+            self.health.start()
+        except BaseException:
             self.stop()
             raise
 
@@ -75,28 +113,152 @@ class DistributionApp:
             if run.query.isActive and run.query.status.get("message") != "Initializing sources":
                 return
             if not run.query.isActive:
-                self.check()  # a failed start is restarted with backoff, within the bounds
+                self.check()  # a failed start is supervised like any failure
+                if run.supervision.state is not LinkState.STARTING:
+                    return  # waiting, backing off or failed: check() takes it from here
             time.sleep(0.1)
+        log.warning("query %s still %r after %.0f s; starting the next one anyway (check() supervises it)",
+                    run.plan.query_name, run.query.status.get("message"), timeout)
 
     def check(self) -> None:
-        """Restart failed queries (bounded, with backoff); raise once one has failed too often."""
+        """Supervise every link: note running ones, put failed ones into waiting, backoff or
+        failed, probe waiting ones, restart those that are due. Never raises for a link."""
+        if self.schemas is not None:
+            self.schemas.check()
         now = time.monotonic()
+        self._fail_over()
+        self._wait_for_unreachable(now)
         for name, run in self.running.items():
+            sup = run.supervision
             if run.query.isActive:
+                if sup.state is not LinkState.RUNNING and run.query.lastProgress is not None:
+                    if sup.waiting_since is not None or sup.failures:
+                        log.info("query %s (%s) is running again", name, _names(run))
+                    sup.on_running()
                 continue
-            error = run.query.exception()
-            if error is None:
-                continue  # stopped on purpose
-            names = ", ".join(lp.name for lp in run.plan.levels)
-            if run.restarts >= self.max_restarts:
-                raise PipelineError(f"query {name} (distributors {names}) failed {run.restarts + 1} times; last error: {error}")
-            if run.next_restart_at == 0.0:
-                run.next_restart_at = now + self.backoff_seconds * 2**run.restarts
-                log.warning("query %s (distributors %s) failed (%s); restarting from its checkpoint", name, names, _first_line(error))
-            elif now >= run.next_restart_at:
-                run.restarts += 1
-                run.next_restart_at = 0.0
-                run.query = self._start(run.plan, run.counters)
+            if sup.state in (LinkState.STARTING, LinkState.RUNNING):
+                error = run.query.exception()
+                if error is None:
+                    sup.state = LinkState.STOPPED  # stopped on purpose
+                    continue
+                self._failed(name, run, now, error_summary(error))
+            elif sup.probe_due(now):
+                if sup.on_probe(now, self._unreachable(run.clusters)):
+                    log.info("clusters %s answer again: restarting query %s (%s) from its checkpoint",
+                             ", ".join(sup.waiting_on), name, _names(run))
+                    self._restart(run)
+            elif sup.restart_due(now):
+                self._restart(run)
+
+    def _failed(self, name: str, run: RunningQuery, now: float, error: str) -> None:
+        sup = run.supervision
+        unreachable = self._unreachable(run.clusters)
+        state = sup.on_failure(now, error, unreachable)
+        if state is LinkState.WAITING:
+            log.warning("query %s (%s) stopped: cluster%s %s unreachable; waiting for %s, next probe in %.0f s "
+                        "(not counted as a failure)", name, _names(run), "s" if len(unreachable) > 1 else "",
+                        ", ".join(sup.waiting_on), "them" if len(unreachable) > 1 else "it", sup.probe_interval_s)
+        elif state is LinkState.BACKOFF:
+            log.warning("query %s (%s) failed (%s); %d of %d failures allowed in %.0f s; restarting from its "
+                        "checkpoint in %.0f s", name, _names(run), error, sup.failures_in_window(now),
+                        self.policy.max_failures, self.policy.window_s, sup.next_action_at - now)
+        else:
+            log.error("query %s (%s) failed %d times within %.0f s, over its restart budget; parked as failed, "
+                      "tried again in %.0f s; every other link goes on. Last error: %s", name, _names(run),
+                      sup.failures_in_window(now), self.policy.window_s, sup.next_action_at - now, error)
+
+    def _wait_for_unreachable(self, now: float) -> None:
+        """Stop a running query whose source or target has not answered the health probes for
+        `distributor.unreachable_after` seconds, and let it wait (not a failure). Without
+        this, a query notices a lost target only when a delivery times out
+        (`delivery_timeout_ms`, 2 minutes by default) and a lost source when a read does.
+        The batch in flight is not committed: it is copied again after the restart."""
+        limit = self.deployment.distributor.unreachable_after
+        for name, run in self.running.items():
+            if run.supervision.state not in (LinkState.STARTING, LinkState.RUNNING) or not run.query.isActive:
+                continue
+            down = {c for c in run.clusters if self.health.down_for(c) >= limit}
+            if not down:
+                continue
+            try:
+                run.query.stop()
+            except Exception as err:  # it may have ended on its own meanwhile; it waits either way
+                log.warning("stopping %s: %s", name, _first_line(err))
+            error = f"cluster{'s' if len(down) > 1 else ''} {', '.join(sorted(down))} not answering for {limit:.0f} s"
+            run.supervision.on_failure(now, error, down)
+            log.warning("query %s (%s) stopped: %s; waiting (not counted as a failure), next probe in %.0f s",
+                        name, _names(run), error, run.supervision.probe_interval_s)
+
+    def _fail_over(self) -> None:
+        """Target failover (`targets.failover`): move each distributor whose target leaf has not
+        answered for `after` seconds to another leaf of its sibling subtree that answers, and
+        back when `targets.failback` says so (treedist.topology.failover). A link with a switch
+        is restarted from its checkpoint with the new targets: the batch in flight to the
+        lost target was not committed, so it is copied again, to the new one (at most one batch
+        repeated, nothing lost)."""
+        settings = self.deployment.target_failover
+        if settings.failover is None:
+            return
+        failback = settings.failback.after if settings.failback is not None else None
+        for name, run in self.running.items():
+            if run.supervision.state is LinkState.STOPPED:
+                continue
+            levels, changed = [], []
+            for lp in run.plan.levels:
+                target = choose_target(
+                    source=run.plan.cluster, current=lp.target, configured=self._configured[lp.name],
+                    subtree=lp.subtree, down_for=self.health.down_for, up_for=self.health.up_for,
+                    after=settings.failover.after, failback_after=failback,
+                )
+                levels.append(replace(lp, target=target) if target != lp.target else lp)
+                if target != lp.target:
+                    changed.append((lp, target))
+            if not changed:
+                continue
+            for lp, target in changed:
+                back = target == self._configured[lp.name]
+                log.warning("distributor %s: %s from %s to %s (%s)", lp.name, "failing back" if back else "failing over",
+                            lp.target, target, f"{lp.target} has not answered for {self.health.down_for(lp.target):.0f} s"
+                            if not back else f"{target} has answered for {self.health.up_for(target):.0f} s")
+                run.switches.append({"distributor": lp.name, "from": lp.target, "to": target,
+                                     "kind": "failback" if back else "failover", "at": time.time()})
+            run.plan = replace(run.plan, levels=tuple(levels))
+            if run.query.isActive:
+                try:
+                    run.query.stop()  # the batch in flight to a lost target is not committed: replayed to the new one
+                except Exception as err:  # the query may end on its own meanwhile; the restart below is what matters
+                    log.warning("stopping %s to switch targets: %s", name, _first_line(err))
+            run.supervision.on_switch()
+            run.query = self._start(run.plan, run.counters)
+
+    def _restart(self, run: RunningQuery) -> None:
+        run.supervision.on_restart()
+        run.query = self._start(run.plan, run.counters)
+
+    def _unreachable(self, clusters: set[str]) -> set[str]:
+        """The clusters among `clusters` that do not answer one metadata request now (recorded
+        in the health monitor too, so its view is fresh when the link restarts)."""
+        return self.health.probe(clusters)
+
+    def link_states(self) -> dict[str, dict]:
+        """Per query: state, clusters waited for, failures in the window, restarts, last error."""
+        now = time.monotonic()
+        return {
+            name: {
+                "state": run.supervision.state.value,
+                "waiting_on": list(run.supervision.waiting_on),
+                "failures_in_window": run.supervision.failures_in_window(now),
+                "restarts": run.supervision.restarts,
+                "last_error": run.supervision.last_error,
+                "targets": {lp.name: lp.target for lp in run.plan.levels},
+                "switches": list(run.switches),
+            }
+            for name, run in self.running.items()
+        }
+
+    def failed(self) -> list[str]:
+        """Queries parked as failed (over their restart budget) right now."""
+        return [name for name, run in self.running.items() if run.supervision.state is LinkState.FAILED]
 
     def progress(self) -> list[dict]:
         """Per distributor (cluster, level): counters, and records read per second since the
@@ -116,6 +278,8 @@ class DistributionApp:
                         "distributor": lp.name,
                         "target": lp.target,
                         "active": run.query.isActive,
+                        "state": run.supervision.state.value,
+                        "waiting_on": list(run.supervision.waiting_on),
                         "restarts": run.restarts,
                         "batch": last.get("batchId"),
                         "records_per_second": round(rate, 1),
@@ -135,16 +299,76 @@ class DistributionApp:
     def stop(self, settle_seconds: float = 10.0) -> None:
         """Stop every query; first give in-flight batches up to `settle_seconds` to finish, so
         a normal stop interrupts no task (an interrupted batch is replayed on restart anyway)."""
+        self.scheduler.stop()
+        self.health.stop()
         deadline = time.monotonic() + settle_seconds
         for run in self.running.values():
             while time.monotonic() < deadline and run.query.isActive and run.query.status.get("isTriggerActive"):
                 time.sleep(0.05)
+            run.supervision.state = LinkState.STOPPED
             try:
                 if run.query.isActive:
                     run.query.stop()
             except Exception as err:  # stopping is best effort; the checkpoint is already safe
                 log.warning("stopping %s: %s", run.plan.query_name, _first_line(err))
+        if self.schemas is not None:
+            try:
+                self.schemas.stop()
+            except Exception as err:  # as above: its checkpoint is safe, a re-delivery changes nothing
+                log.warning("stopping %s: %s", self.schemas.query_name, _first_line(err))
+
+
+def background_jobs(deployment: Deployment) -> list[Job]:
+    """The deployment's driver-side jobs (topic sync, offsets, ...), each enabled by its config."""
+    from treedist.offsets import offset_jobs  # offsets.enabled decides; empty when disabled
+
+    jobs: list[Job] = []
+    if deployment.topics.sync.enabled:
+        from treedist.topics.job import TopicSyncJob
+
+        jobs.append(TopicSyncJob(deployment))
+    jobs.extend(offset_jobs(deployment))
+    return jobs
+
+
+def _policy(deployment: Deployment) -> RestartPolicy:
+    r = deployment.distributor.restarts
+    return RestartPolicy(max_failures=r.max_failures, window_s=r.window, backoff_s=r.backoff, max_backoff_s=r.max_backoff)
+
+
+def _names(run: RunningQuery) -> str:
+    return "distributors " + ", ".join(lp.name for lp in run.plan.levels)
 
 
 def _first_line(err: object) -> str:
     return str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+
+
+# -- read-only accessors for operations (treedist.ops: status, metrics, web view) -----------
+# Kept apart from the supervision above: they only read what it maintains.
+
+
+def _batch_seconds(query: StreamingQuery) -> float | None:
+    progress = query.lastProgress or {}
+    millis = (progress.get("durationMs") or {}).get("triggerExecution")
+    return millis / 1000.0 if millis is not None else None
+
+
+def status_rows(app: DistributionApp) -> list[dict]:
+    """Per distributor (cluster, level): target, whether its query failed, the counters
+    (records read, copied, skipped by the rule, malformed), restarts and the last batch's
+    duration. Driver; does not touch the rate marks of `progress()`."""
+    rows = []
+    for run in list(app.running.values()):
+        active = run.query.isActive
+        failed = not active and run.query.exception() is not None
+        counts = run.counters.snapshot()
+        for lp in run.plan.levels:
+            c = counts[lp.name]
+            rows.append({
+                "distributor": lp.name, "cluster": run.plan.cluster, "level": lp.level, "target": lp.target,
+                "active": active, "failed": failed, "restarts": run.restarts, "batch_seconds": _batch_seconds(run.query),
+                "records_in": c["records_in"], "copied": c["copied"], "malformed": c["malformed"],
+                "skipped": c["records_in"] - c["copied"],  # not copied: the rule said no (or the malformed policy)
+            })
+    return rows

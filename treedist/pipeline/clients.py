@@ -16,6 +16,7 @@ from typing import Mapping
 
 from confluent_kafka import Consumer
 
+from treedist.kafka.logs import client_logger
 from treedist.spark.options import SinkOptions
 from treedist.spark.produce import BatchProducer
 
@@ -30,7 +31,7 @@ def _key(settings: Mapping[str, str]) -> tuple:
 
 def take_consumer(settings: Mapping[str, str]) -> Consumer:
     consumer = _IDLE_CONSUMERS.pop(_key(settings), None)
-    return consumer if consumer is not None else Consumer(dict(settings))
+    return consumer if consumer is not None else Consumer({**settings, "logger": client_logger()})
 
 
 def return_consumer(settings: Mapping[str, str], consumer: Consumer) -> None:

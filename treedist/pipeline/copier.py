@@ -13,8 +13,9 @@ For each record read (once) from the source cluster:
 
 Why a per-record loop and not Arrow: a copy is a produce() call with Python objects, so an
 Arrow detour (build columns, then take them apart again for produce) only adds work. The loop
-allocates per record only what the producer needs (the new header list, the origin value);
-encoded flag values and the headers of records without headers are cached.
+allocates per copy only what the producer needs (the new header list; per record the origin
+entry of a first copy); the copy-flag header entries are cached per (level, flags), every
+level's constants are bound once per run of records, and counts are added once per run.
 """
 
 from __future__ import annotations
@@ -72,13 +73,6 @@ class LevelCopy:
     produce: Produce
     on_queue_full: OnQueueFull
     topics: dict[str, str] | None = None  # source topic -> the target's name of it (None: the same)
-    encoded: dict[int, bytes] = field(default_factory=dict)  # flags -> header value of flags | bit
-
-    def flag_value(self, flags: int) -> bytes:
-        value = self.encoded.get(flags)
-        if value is None:
-            value = self.encoded[flags] = encode_flags(flags | self.bit)
-        return value
 
 
 class RecordCopier:
@@ -101,6 +95,8 @@ class RecordCopier:
         self.max_record_bytes = max_record_bytes
         self.stats = TaskStats(levels=[LevelStats() for _ in levels])
         self._parsed: dict[bytes | None, int] = {}
+        # Per level: flags of a record -> the copy-flag header entry of its copy (flags | bit).
+        self._flag_entries: list[dict[int, tuple[str, bytes]]] = [{} for _ in levels]
         self._logged = 0
 
     def copy(self, window: PartitionWindow, topic: str, partition: int, records: Sequence) -> None:
@@ -110,20 +106,26 @@ class RecordCopier:
         parsed = self._parsed
         levels = self.levels
         uniform = window.uniform
+        in_range = None
         if not uniform:
             bounds = {r.level: (r.from_offset, r.until_offset) for r in window.levels}
             in_range = [bounds.get(lc.level) for lc in levels]
-        stats = self.stats
-        level_stats = stats.levels
+        # Per level, what the loop needs as locals: (index, mask, produce, target topic, the
+        # flags -> copy-flag header entry cache, the level's offset range or None when uniform;
+        # a level without a range in this window copies nothing: an empty range).
+        plan = [
+            (i, lc.mask, lc.produce, lc.topics[topic] if lc.topics is not None else topic, self._flag_entries[i],
+             None if uniform else (in_range[i] or (0, 0)))
+            for i, lc in enumerate(levels)
+        ]
+        copied = [0] * len(levels)
         origin_prefix = f"{self.cluster}/{topic}/{partition}/"
-        out_topics = [lc.topics[topic] if lc.topics is not None else topic for lc in levels]
         limit = self.max_record_bytes
         copied_bytes = 0
         for msg in records:
             headers = msg.headers()
-            others: Headers
             if headers is None:
-                flags, others, has_origin = 0, [], False
+                flags, others, has_origin = 0, None, False
             else:
                 raw = None
                 others = []
@@ -144,36 +146,43 @@ class RecordCopier:
                         flags = parsed[raw] = _parse(raw)
             offset = msg.offset()
             if flags == _MALFORMED:
-                flags = self._malformed(msg, topic, partition, offset, uniform, in_range if not uniform else None)
+                flags = self._malformed(msg, topic, partition, offset, uniform, in_range)
                 if flags is None:
                     continue
+            # The first copy from the record's own cluster says where it came from.
+            origin = None if has_origin else (oh, (origin_prefix + str(offset)).encode())
             key, value = msg.key(), msg.value()
             size = (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
             ts_type, ts = msg.timestamp()
             if not ts_type:
                 ts = 0
-            origin = None if has_origin else (origin_prefix + str(offset)).encode()
-            for i, lc in enumerate(levels):
-                if flags & lc.mask:
+            for i, mask, produce, out_topic, tails, span in plan:
+                if flags & mask:
                     continue
-                if not uniform:
-                    span = in_range[i]
-                    if span is None or not span[0] <= offset < span[1]:
-                        continue
+                if span is not None and not span[0] <= offset < span[1]:
+                    continue
                 if size > limit:
                     raise OversizedRecord(
                         f"record at {self._where(topic, partition, offset)} is {size} bytes, over "
                         f"distributor.max_record_bytes={limit}"
                     )
-                new_headers = others + [(fh, lc.flag_value(flags))]
-                if origin is not None:
-                    new_headers.append((oh, origin))
+                tail = tails.get(flags)
+                if tail is None:
+                    tail = tails[flags] = (fh, encode_flags(flags | levels[i].bit))
+                # One new list per copy: the producer takes it as it is.
+                if others is None:
+                    new_headers = [tail, origin] if origin is not None else [tail]
+                else:
+                    new_headers = [*others, tail, origin] if origin is not None else [*others, tail]
                 try:
-                    lc.produce(out_topics[i], value, key, partition, timestamp=ts, headers=new_headers)
+                    produce(out_topic, value, key, partition, timestamp=ts, headers=new_headers)
                 except BufferError:
-                    lc.on_queue_full(out_topics[i], value, key, partition, ts, new_headers)
-                level_stats[i].copied += 1
+                    levels[i].on_queue_full(out_topic, value, key, partition, ts, new_headers)
+                copied[i] += 1
                 copied_bytes += size
+        stats = self.stats
+        for level_stats, n in zip(stats.levels, copied):
+            level_stats.copied += n
         stats.records_in += len(records)
         stats.bytes += copied_bytes
 

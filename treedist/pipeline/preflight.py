@@ -1,11 +1,45 @@
-"""Checks before any distributor starts, on the driver: every cluster answers, and every
-distributed topic of a source exists on its target (under the target's name for it) with at
-least as many partitions (copies keep the partition number)."""
+"""Checks before any distributor starts, on the driver.
+
+`check_clients` (before Spark starts): every cluster's client settings, as the distributors
+will use them, are accepted by librdkafka. `preflight` (before the queries start): every
+cluster answers, and every distributed topic of a source exists on its target (under the
+target's name for it) with at least as many partitions (copies keep the partition number).
+"""
 
 from __future__ import annotations
 
+from pydantic import SecretStr
+
 from treedist.config import Deployment
 from treedist.kafka import TopicMissing, admin_client, partition_counts
+from treedist.kafka.settings_check import ClientSettingError, check_client_settings
+from treedist.pipeline.plan import consumer_settings, producer_settings
+from treedist.spark.errors import SparkOptionError
+
+
+def check_clients(deployment: Deployment) -> None:
+    """Build every cluster's consumer, producer and admin client with the distributors' own
+    settings and destroy them; raise ClientSettingError (or the plan's SparkOptionError for a
+    setting that contradicts replay safety) naming the cluster and the key. Credentials never
+    appear in the message."""
+    for name, cluster in deployment.clusters.items():
+        client = cluster.client_config()
+        secrets = [v.get_secret_value() for v in cluster.client.values() if isinstance(v, SecretStr)]
+        user_keys = set(cluster.client)
+        try:
+            merged = {**consumer_settings(client), **producer_settings(client, deployment.distributor.delivery_timeout_ms)}
+        except SparkOptionError as err:
+            raise ClientSettingError(f"cluster {name!r}: clusters.{name}.client: {err}") from None
+        # Not a librdkafka setting: confluent-kafka's own, which the sink turns into a bool.
+        merged.pop("delivery.report.only.error", None)
+        try:
+            check_client_settings(name, merged, user_keys)
+        except ClientSettingError as err:
+            message = str(err)
+            for secret in secrets:
+                if secret:
+                    message = message.replace(secret, "***")
+            raise ClientSettingError(message) from None
 
 
 def preflight(deployment: Deployment, attempts: int = 5, timeout: float = 5.0) -> dict[str, dict[str, int]]:

@@ -7,7 +7,10 @@ JVM). Spark gets one summary row per task and writes it to its `noop` sink.
 Protocol of one micro-batch:
 
 1. driver, `latestOffset(start, limit)`: list the cluster's selected partitions (at most
-   every `topic_refresh_seconds`), read their latest offsets, and plan the end of the batch
+   every `topic_refresh_seconds`; a partition new to the listing is taken only once it
+   exists on every level's target, under the target's name for its topic: topic sync
+   creates it there within its interval, and until then the partition waits, unread, instead
+   of failing the query), read their latest offsets, and plan the end of the batch
    for every level (`positions.next_positions`: the read window capped by
    `max_records_per_trigger`, shared fairly; a partition new to a level is registered at
    its earliest offset and read from the next batch on);
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -42,6 +45,9 @@ from treedist.pipeline.plan import ClusterPlan
 from treedist.pipeline.positions import LevelPositions, ReadTask, batch_windows, next_positions, pack_tasks
 from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 log = logging.getLogger(__name__)
 
 # One row per task: what the task read, copied (all levels) and produced (key + value bytes).
@@ -52,6 +58,24 @@ SUMMARY_SCHEMA = StructType(
         StructField("bytes", LongType(), False),
     ]
 )
+
+
+def summary_batch(records_in: int, copied: int, nbytes: int) -> "pa.RecordBatch":
+    """The task's summary row as a RecordBatch (executor), built from raw buffers.
+
+    Why not yield a tuple: Spark then converts rows with `pa.array(<list>)`, and pyarrow's
+    list conversion imports pandas to check for pandas types: ~1.3 s of CPU and ~50 MiB of
+    RSS in every executor worker, for one row per task. pyarrow is imported here, not at the
+    top: the driver-side processes that load this module for planning then do without it.
+    The schema is Spark's conversion of SUMMARY_SCHEMA (Spark checks that they are equal)."""
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field(f.name, pa.int64(), nullable=False) for f in SUMMARY_SCHEMA.fields])
+    columns = [
+        pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(v.to_bytes(8, "little", signed=True))])
+        for v in (records_in, copied, nbytes)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 class DistributorReader(DataSourceStreamReader):
@@ -66,11 +90,14 @@ class DistributorReader(DataSourceStreamReader):
         self._listed_at = float("-inf")
         self._latest: dict[TopicPartitionKey, int] = {}
         self._misfits: set[str] = set()
+        self._targets: dict[str, object] = {}  # target cluster -> OffsetReader (driver only)
+        self._waiting: set[str] = set()  # topics reported as waiting for their targets
 
     def __getstate__(self) -> dict:
         # Pickled into executors for `read`: broker clients stay on the driver.
         state = dict(self.__dict__)
         state["_offsets"] = None
+        state["_targets"] = {}
         return state
 
     # -- driver ---------------------------------------------------------------------------
@@ -132,18 +159,19 @@ class DistributorReader(DataSourceStreamReader):
 
     def stop(self) -> None:
         self._offsets = None
+        self._targets = {}
 
     # -- executor -------------------------------------------------------------------------
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[int, int, int]]:
-        """Executor: one task (step 4)."""
+    def read(self, partition: InputPartition) -> Iterator["pa.RecordBatch"]:
+        """Executor: one task (step 4); the summary row as Arrow (`summary_batch`)."""
         from treedist.pipeline.task import run_task
 
         if not isinstance(partition, ReadTask):
             raise PipelineError(f"unexpected input partition {partition!r}")
         stats = run_task(self.plan, partition)
         self.counters.add(stats.vector())
-        yield (stats.records_in, stats.copied, stats.bytes)
+        yield summary_batch(stats.records_in, stats.copied, stats.bytes)
 
     # -- helpers (driver) -------------------------------------------------------------------
 
@@ -166,9 +194,45 @@ class DistributorReader(DataSourceStreamReader):
     def _partitions(self, force: bool = False) -> list[TopicPartitionKey]:
         now = time.monotonic()
         if force or now - self._listed_at >= self.plan.topic_refresh_seconds:
-            self._listing = self._reader().partitions(self._selects)
+            listed = self._reader().partitions(self._selects)
+            known = set(self._listing)
+            new = [tp for tp in listed if tp not in known]
+            ready = self._on_every_target(new) if new else set()
+            self._listing = [tp for tp in listed if tp in known or tp in ready]
             self._listed_at = now
+            if len(ready) < len(new):  # look again soon: topic sync creates it within its interval
+                self._listed_at = now - self.plan.topic_refresh_seconds + min(1.0, self.plan.topic_refresh_seconds)
         return self._listing
+
+    def _on_every_target(self, tps: list[TopicPartitionKey]) -> set[TopicPartitionKey]:
+        """The partitions of `tps` that exist on every level's target (translated topic names);
+        the others are logged once per topic as waiting."""
+        ready = set(tps)
+        for target in sorted({lp.target for lp in self.plan.levels}):
+            names = {tp.topic: self.plan.naming.translate(self.plan.cluster, tp.topic, target) for tp in tps}
+            wanted = {n for n in names.values() if n is not None}
+            there = set(self._target_reader(target).partitions(lambda name: name in wanted))
+            for tp in tps:
+                name = names[tp.topic]
+                if name is None or TopicPartitionKey(name, tp.partition) not in there:
+                    ready.discard(tp)
+                    if tp.topic not in self._waiting:
+                        self._waiting.add(tp.topic)
+                        log.warning(
+                            "cluster %s: %s waits until its target %s has %s partition %d (topic sync creates it)",
+                            self.plan.cluster, tp, target, name, tp.partition,
+                        )
+        for topic in {tp.topic for tp in ready} & self._waiting:
+            self._waiting.discard(topic)
+            log.info("cluster %s: topic %s is on every target; distributing it", self.plan.cluster, topic)
+        return ready
+
+    def _target_reader(self, target: str):
+        if target not in self._targets:
+            from treedist.kafka.offsets import OffsetReader
+
+            self._targets[target] = OffsetReader(self.plan.producers[target], cluster=target, timeout_s=self.plan.metadata_timeout_s)
+        return self._targets[target]
 
 
 class DistributorSource(DataSource):

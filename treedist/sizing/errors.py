@@ -54,3 +54,7 @@ def require_count(name: str, value: int, minimum: int = 1) -> None:
 def require_at_most(name: str, value: float, other_name: str, other: float) -> None:
     if value > other:
         raise InvalidSizingInput(name, f"{name} ({fmt(value)}) must be <= {other_name} ({fmt(other)})")
+
+
+class AuditError(SizingError):
+    """The audit could not read what it judges (a cluster, a topic's or broker's configs)."""

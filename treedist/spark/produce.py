@@ -27,6 +27,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from treedist.spark.errors import KafkaSinkError
 from treedist.spark.options import SinkOptions
+from treedist.kafka.logs import client_logger
 from treedist.kafka.retry import with_retries
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class BatchProducer:
         conf["delivery.report.only.error"] = only_errors in ("true", "1", "yes")
         conf["on_delivery"] = self._failures.on_delivery
         conf["error_cb"] = self._failures.on_error
+        conf.setdefault("logger", client_logger())  # librdkafka's logs condensed (treedist.kafka.logs)
         self._producer = Producer(conf)
         self._partitions: dict[str, int] | None = None
         self.records = 0

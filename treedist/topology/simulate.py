@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from typing import Callable
 
-from treedist.topology.distributors import Topology
+from treedist.topology.distributors import Distributor, Topology
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,20 @@ class Simulation:
         return all(n == 1 for n in self.receipts.values())
 
 
-def simulate(topology: Topology, origin: str, flags: int = 0, max_hops: int = 10_000) -> Simulation:
+def simulate(
+    topology: Topology,
+    origin: str,
+    flags: int = 0,
+    max_hops: int = 10_000,
+    choose: Callable[[Distributor], str] | None = None,
+) -> Simulation:
     """Breadth-first walk of a record produced on `origin` with the given flags.
 
     `receipts` counts how often each cluster holds the record (the origin's own write
     counts as one). max_hops bounds the walk so a broken rule cannot loop forever.
+    `choose` picks the leaf each hop goes to (default: the distributor's target): target
+    failover switches a distributor between leaves of its sibling subtree at any moment, so
+    each hop of one record may see another choice.
     """
     if origin not in topology.distributors:
         raise KeyError(origin)
@@ -55,9 +65,10 @@ def simulate(topology: Topology, origin: str, flags: int = 0, max_hops: int = 10
             if not dist.copies(current):
                 continue
             stamped = dist.stamp(current)
-            hops.append(Hop(cluster, dist.target, dist.level, current, stamped))
+            target = dist.target if choose is None else choose(dist)
+            hops.append(Hop(cluster, target, dist.level, current, stamped))
             if len(hops) > max_hops:
                 raise RuntimeError(f"more than {max_hops} hops: the tree loops")
-            receipts[dist.target] += 1
-            queue.append((dist.target, stamped))
+            receipts[target] += 1
+            queue.append((target, stamped))
     return Simulation(origin, tuple(hops), dict(receipts))

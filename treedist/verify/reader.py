@@ -46,6 +46,10 @@ def consumer_config(deployment: Deployment, cluster: str) -> dict[str, object]:
     })
 
 
+# (cluster, offsets passed, offsets to read): called from the cluster's reader thread
+Progress = Callable[[str, int, int], None]
+
+
 def read_cluster(
     deployment: Deployment,
     cluster: str,
@@ -54,28 +58,34 @@ def read_cluster(
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     batch: int = BATCH,
     consumer_factory: ConsumerFactory = lambda conf: Consumer(dict(conf)),
+    progress: Progress | None = None,
 ) -> ClusterRecords:
-    """Summarise `topic` on `cluster` from earliest to the high watermarks at the start."""
+    """Summarise `topic` on `cluster` from earliest to the high watermarks at the start.
+    `progress(cluster, done, total)` is called after every consumed batch (positions
+    reached, summed over partitions, of the offsets to read)."""
     try:
         consumer = consumer_factory(consumer_config(deployment, cluster))
     except KafkaException as err:
         raise ClusterReadError(f"cluster {cluster!r}: cannot create a consumer: {err}") from None
     try:
         return _Read(consumer, cluster, topic, deployment.origin_header, deployment.copy_flags_header,
-                     idle_timeout, batch).run()
+                     idle_timeout, batch, progress).run()
     finally:
         consumer.close()
 
 
 class _Read:
     def __init__(self, consumer: Consumer, cluster: str, topic: str, origin_header: str, flags_header: str,
-                 idle_timeout: float, batch: int) -> None:
+                 idle_timeout: float, batch: int, progress: "Progress | None" = None) -> None:
         self.consumer, self.cluster, self.topic = consumer, cluster, topic
         self.origin_header, self.flags_header = origin_header, flags_header
         self.idle_timeout, self.batch = idle_timeout, batch
         self.builder = SummaryBuilder(cluster, topic)
         self.remaining: dict[int, int] = {}  # partition -> start-of-read high watermark
         self.next: dict[int, int] = {}  # partition -> next offset expected
+        self.progress = progress
+        self.total = 0
+        self.low: dict[int, int] = {}
 
     def where(self, partition: int | None = None) -> str:
         at = f"cluster {self.cluster!r} topic {self.topic!r}"
@@ -86,6 +96,8 @@ class _Read:
         starts = {p: self._watermarks(p) for p in self._partitions()}
         self.remaining = {p: high for p, (low, high) in starts.items() if high > low}
         self.next = {p: starts[p][0] for p in self.remaining}
+        self.low = dict(self.next)
+        self.total = sum(high - self.low[p] for p, high in self.remaining.items())
         if not self.remaining:
             return self.builder.build()
         # 3.
@@ -97,6 +109,8 @@ class _Read:
         deadline = time.monotonic() + self.idle_timeout
         while self.remaining:
             progressed = self._consume_batch()
+            if self.progress is not None:
+                self.progress(self.cluster, self._done_count(), self.total)
             if not progressed:
                 progressed = self._finish_by_position()
             now = time.monotonic()
@@ -104,7 +118,13 @@ class _Read:
                 deadline = now + self.idle_timeout
             elif now > deadline:
                 raise ReadTimeout(self._timeout_message())
+        if self.progress is not None:
+            self.progress(self.cluster, self.total, self.total)
         return self.builder.build()
+
+    def _done_count(self) -> int:
+        """Offsets passed so far (finished partitions count whole)."""
+        return self.total - sum(max(0, high - self.next.get(p, self.low[p])) for p, high in self.remaining.items())
 
     def _partitions(self) -> list[int]:
         try:

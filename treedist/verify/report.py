@@ -19,7 +19,7 @@ A cluster is clean when all of these are 0; the report is clean when every clust
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -69,7 +69,14 @@ class ClusterReport:
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.duplicated or self.unexpected or self.order_violations or self.mismatched)
+        """Exactly once, in order, unchanged: nothing at all to report."""
+        return self.lossless and not self.duplicated
+
+    @property
+    def lossless(self) -> bool:
+        """Nothing lost, nothing foreign, order and content kept; duplicates (which the
+        at-least-once contract allows after a crash) do not count against it."""
+        return not (self.missing or self.unexpected or self.order_violations or self.mismatched)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -82,6 +89,7 @@ class ClusterReport:
             "mismatched": self.mismatched,
             "malformed_origin": self.malformed_origin,
             "ok": self.ok,
+            "lossless": self.lossless,
             "examples": {
                 "missing": [identity(o) for o in self.missing_examples],
                 "duplicated": [identity(o) for o in self.duplicated_examples],
@@ -103,6 +111,10 @@ class VerifyReport:
     def ok(self) -> bool:
         return all(c.ok for c in self.clusters)
 
+    @property
+    def lossless(self) -> bool:
+        return all(c.lossless for c in self.clusters)
+
     def cluster(self, name: str) -> ClusterReport:
         for c in self.clusters:
             if c.cluster == name:
@@ -114,29 +126,40 @@ class VerifyReport:
             "topic": self.topic,
             "expected": self.expected,
             "ok": self.ok,
+            "lossless": self.lossless,
             "clusters": {c.cluster: c.as_dict() for c in self.clusters},
         }
 
 
-def build_report(topic: str, clusters: Sequence[ClusterRecords], max_examples: int = MAX_EXAMPLES) -> VerifyReport:
-    """Compare every cluster's records against the originals of all of them."""
+def build_report(
+    topic: str,
+    clusters: Sequence[ClusterRecords],
+    max_examples: int = MAX_EXAMPLES,
+    physical: Mapping[str, str] | None = None,
+) -> VerifyReport:
+    """Compare every cluster's records against the originals of all of them.
+
+    `topic` is the logical name; `physical` gives a cluster's own name for it where that
+    differs (topic_format): originals are identified under their cluster's physical name, as
+    the origin headers of their copies name them."""
     names = [c.cluster for c in clusters]
     if len(set(names)) != len(names):
         raise ValueError(f"each cluster may be given once, got {names}")
     for c in clusters:
-        if c.topic != topic:
-            raise ValueError(f"records of cluster {c.cluster!r} are for topic {c.topic!r}, not {topic!r}")
-    expected = _expected(topic, clusters)
+        want = (physical or {}).get(c.cluster, topic)
+        if c.topic != want:
+            raise ValueError(f"records of cluster {c.cluster!r} are for topic {c.topic!r}, not {want!r}")
+    expected = _expected(clusters)
     total = sum(len(run) for run in expected.values())
     return VerifyReport(topic, total, tuple(_check_cluster(c, expected, total, max_examples) for c in clusters))
 
 
-def _expected(topic: str, clusters: Sequence[ClusterRecords]) -> dict[OriginPartition, OffsetRun]:
+def _expected(clusters: Sequence[ClusterRecords]) -> dict[OriginPartition, OffsetRun]:
     expected: dict[OriginPartition, OffsetRun] = {}
     for c in clusters:
         for partition, run in c.originals.items():
             order = np.argsort(run.offsets, kind="stable")
-            expected[OriginPartition(c.cluster, topic, partition)] = OffsetRun(run.offsets[order], run.digests[order])
+            expected[OriginPartition(c.cluster, c.topic, partition)] = OffsetRun(run.offsets[order], run.digests[order])
     return expected
 
 

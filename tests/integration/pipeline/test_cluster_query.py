@@ -102,41 +102,84 @@ def test_a_restart_copies_only_what_arrived_since_the_last_commit(spark, local_k
 
 
 def test_a_failed_delivery_fails_the_batch_and_a_restart_delivers_it(spark, local_kafka, unique_topic, tmp_path):
-    """The target topic is missing: every attempt of the task raises, the query fails with
-    the producer's error and commits nothing; once the topic exists, a restart from the
-    checkpoint copies every record (at least once: no record is lost)."""
+    """The target stops answering after a first committed batch: every attempt of the next
+    task fails to deliver, the query fails and commits nothing more; once the target is back,
+    a restart from the checkpoint copies every record (at least once: no record is lost)."""
+    own = tmp_path / "target"
+    target = LocalClusters.start(["c2"], own)  # a broker of its own: this test stops it
+    try:
+        bootstrap = {"c1": local_kafka.bootstrap["c1"], "c2": target.bootstrap["c2"]}
+        deployment = _deployment(bootstrap, unique_topic, tmp_path / "checkpoints", delivery_timeout_ms=3000)
+        create_topic_everywhere(bootstrap, unique_topic, PARTITIONS)
+        first = produce_concurrently({"c1": bootstrap["c1"]}, unique_topic, 150, PARTITIONS)
+        plan = plan_cluster(deployment, "c1")
+        counters = ClusterCounters(spark, plan)
+        checkpoint = Path(plan.checkpoint)
+
+        query = start_cluster_query(spark, plan, counters, "200 milliseconds")
+        try:
+            wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, first, timeout=180)
+            _await_committed(checkpoint, query)
+            committed = _batch_files(checkpoint / "commits")
+            target.stop()
+            total = first + produce_concurrently({"c1": bootstrap["c1"]}, unique_topic, 150, PARTITIONS)
+            with pytest.raises(StreamingQueryException):
+                query.awaitTermination(180)
+        finally:
+            query.stop()
+        _await_no_running_tasks(spark, timeout=60)
+        assert _batch_files(checkpoint / "commits") == committed  # the failed batch was planned but not committed
+        assert len(_batch_files(checkpoint / "offsets")) == len(committed) + 1
+        assert counters.snapshot()["c1-L1"]["copied"] == first  # failed tasks' accumulator updates are dropped
+
+        target = LocalClusters.start(["c2"], own)  # same data dir; the port may differ (TIME_WAIT)
+        bootstrap["c2"] = target.bootstrap["c2"]
+        deployment = _deployment(bootstrap, unique_topic, tmp_path / "checkpoints", delivery_timeout_ms=3000)
+        plan = plan_cluster(deployment, "c1")
+        counters = ClusterCounters(spark, plan)
+        query = start_cluster_query(spark, plan, counters, "200 milliseconds")  # same checkpoint
+        try:
+            counts = wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, total, timeout=180)
+            _await_committed(checkpoint, query, len(committed) + 1)
+        finally:
+            query.stop()
+        assert counts == {"c2": total}
+        assert counters.snapshot()["c1-L1"]["copied"] == total - first  # the failed batch, replayed
+        _assert_each_record_once(deployment, unique_topic)
+    finally:
+        target.stop()
+
+
+def test_a_topic_missing_on_its_target_waits_unread_and_is_copied_once_it_exists(spark, local_kafka, unique_topic, tmp_path):
+    """A partition is taken only once it exists on every target (topic sync creates it there):
+    until then the query runs on without planning it, and nothing fails."""
     bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
-    deployment = _deployment(bootstrap, unique_topic, tmp_path / "checkpoints")
+    deployment = _deployment(bootstrap, unique_topic, tmp_path / "checkpoints", topic_refresh_seconds=1.0)
     create_topic_everywhere({"c1": bootstrap["c1"]}, unique_topic, PARTITIONS)
     total = produce_concurrently({"c1": bootstrap["c1"]}, unique_topic, 150, PARTITIONS)
     plan = plan_cluster(deployment, "c1")
     counters = ClusterCounters(spark, plan)
-
     query = start_cluster_query(spark, plan, counters, "200 milliseconds")
     try:
-        with pytest.raises(StreamingQueryException, match=f"target topic '{unique_topic}' does not exist on the target cluster"):
-            query.awaitTermination(180)
-    finally:
-        query.stop()
-    _await_no_running_tasks(spark, timeout=60)
-    checkpoint = Path(plan.checkpoint)
-    assert _batch_files(checkpoint / "offsets") == ["0"]  # planned (offset log) ...
-    assert _batch_files(checkpoint / "commits") == []  # ... but not committed
-    assert counters.snapshot()["c1-L1"]["copied"] == 0  # failed tasks' accumulator updates are dropped
-
-    create_topic_everywhere({"c2": bootstrap["c2"]}, unique_topic, PARTITIONS)
-    query = start_cluster_query(spark, plan, counters, "200 milliseconds")
-    try:
+        deadline = time.monotonic() + 8  # several refreshes of the listing while the target lacks the topic
+        while time.monotonic() < deadline:
+            assert query.isActive, query.exception()
+            time.sleep(0.5)
+        assert counters.snapshot()["c1-L1"]["records_in"] == 0  # the partitions were not read
+        create_topic_everywhere({"c2": bootstrap["c2"]}, unique_topic, PARTITIONS)
         counts = wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, total, timeout=180)
-        deadline = time.monotonic() + 30
-        while "0" not in _batch_files(checkpoint / "commits") and time.monotonic() < deadline:
-            time.sleep(0.2)
     finally:
         query.stop()
     assert counts == {"c2": total}
-    assert "0" in _batch_files(checkpoint / "commits")  # the replayed batch 0 committed
-    assert counters.snapshot()["c1-L1"]["copied"] == total
     _assert_each_record_once(deployment, unique_topic)
+
+
+def _await_committed(checkpoint: Path, query, at_least: int = 1, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(_batch_files(checkpoint / "commits")) < at_least or query.status.get("isTriggerActive"):
+        assert time.monotonic() < deadline, "no committed batch"
+        assert query.isActive, query.exception()
+        time.sleep(0.2)
 
 
 def test_checkpoints_of_the_version_before_read_once_resume_with_at_most_one_batch_replayed(spark, tmp_path):

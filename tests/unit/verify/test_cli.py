@@ -22,10 +22,12 @@ def config(tmp_path):
     return path
 
 
-def fake(monkeypatch, clean: bool) -> list:
+def fake(monkeypatch, clean: bool, duplicate: bool = False) -> list:
     calls = []
     a = ClusterRecords("c1", "t", 2, {0: OffsetRun.of([0, 1], [5, 6])}, {})
     offsets, digests = ([0, 1], [5, 6]) if clean else ([1, 0], [6, 5])  # c1/t/0/1 overtakes c1/t/0/0
+    if duplicate:  # a replayed batch after a crash: c1/t/0/1 arrives twice, in order
+        offsets, digests = [0, 1, 1], [5, 6, 6]
     b = ClusterRecords("c2", "t", 2, {}, {(0, OriginPartition("c1", "t", 0)): OffsetRun.of(offsets, digests)})
 
     def verify_topic(deployment, topic, **kw):
@@ -41,6 +43,7 @@ def test_clean_exits_0_with_a_table(monkeypatch, config) -> None:
     result = CliRunner().invoke(app, ["verify", "-c", str(config), "--topic", "t"], env=ENV)
     assert result.exit_code == 0, result.output
     assert "every cluster holds every record exactly once" in result.output
+    assert callable(calls[0][2].pop("progress"))  # per-cluster progress bars (on a terminal)
     assert calls == [(["c1", "c2"], "t", {"clusters": None, "idle_timeout": 30.0})]
 
 
@@ -68,6 +71,17 @@ def test_a_fault_in_the_table_names_examples(monkeypatch, config) -> None:
     assert result.exit_code == 1
     assert "out of order c1/t/0/0 in partition 0" in result.output
     assert "FAILED" in result.output
+
+
+def test_duplicates_are_reported_but_pass_unless_strict(monkeypatch, config) -> None:
+    fake(monkeypatch, clean=True, duplicate=True)
+    lenient = CliRunner().invoke(app, ["verify", "-c", str(config), "--topic", "t"], env=ENV)
+    assert lenient.exit_code == 0, lenient.output
+    assert "nothing lost; 1 duplicates" in lenient.output
+    strict = CliRunner().invoke(app, ["verify", "-c", str(config), "--topic", "t", "--strict", "--json"], env=ENV)
+    assert strict.exit_code == 1
+    out = json.loads(strict.output)
+    assert (out["ok"], out["lossless"], out["clusters"]["c2"]["duplicated"]) == (False, True, 1)
 
 
 def test_an_unknown_cluster_is_a_usage_error(monkeypatch, config) -> None:

@@ -117,6 +117,16 @@ def test_reads_from_the_low_to_the_start_of_read_high_watermark_only() -> None:
     assert fake.closed and not fake.committed
 
 
+def test_progress_is_reported_per_cluster_up_to_the_total() -> None:
+    fake = FakeConsumer(logs={0: [Msg(0, o) for o in range(0, 30)], 1: [Msg(1, o) for o in range(5, 15)]},
+                        watermarks={0: (0, 30), 1: (5, 15)})
+    seen: list[tuple[str, int, int]] = []
+    read(fake, batch=7, progress=lambda cluster, done, total: seen.append((cluster, done, total)))
+    assert {(c, t) for c, _, t in seen} == {("c1", 40)}
+    done = [d for _, d, _ in seen]
+    assert done == sorted(done) and done[-1] == 40 and len(done) > 2  # monotone, ends complete
+
+
 def test_a_partition_ending_in_a_gap_completes_by_position() -> None:
     fake = FakeConsumer(logs={0: [Msg(0, 0), Msg(0, 1)]}, watermarks={0: (0, 4)})  # 2, 3: compacted away
     s = read(fake, idle_timeout=5)

@@ -1,0 +1,122 @@
+"""Consumer groups for the offset-distribution tests: consume and commit, read the rest,
+read commits. Real clients on real local brokers."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Iterable, Mapping
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+
+def produce(servers: str, topic: str, values: Iterable[str], partition: int, base_ts_ms: int, step_ms: int = 1000) -> int:
+    """Records `values` on one partition, timestamps base, base+step, ... Returns the count."""
+    producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "acks": "all"})
+    n = 0
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), key=value.encode(), partition=partition, timestamp=base_ts_ms + i * step_ms)
+        n += 1
+    assert producer.flush(30) == 0
+    return n
+
+
+def _consumer(servers: str, group: str, **extra) -> Consumer:
+    return Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False,
+                     "auto.offset.reset": "earliest", "session.timeout.ms": 6000, **extra})
+
+
+def consume_and_commit(servers: str, group: str, topic: str, count: int, timeout: float = 30.0) -> list[str]:
+    """Join `group`, read `count` records of `topic`, commit exactly what was read, leave."""
+    consumer = _consumer(servers, group)
+    consumer.subscribe([topic])
+    seen: list[str] = []
+    positions: dict[int, int] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while len(seen) < count and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=count - len(seen), timeout=0.5):
+                if msg.error() is None:
+                    seen.append(msg.value().decode())
+                    positions[msg.partition()] = msg.offset() + 1
+        assert len(seen) == count, f"read {len(seen)} of {count} records of {topic} on {servers}"
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in positions.items()], asynchronous=False)
+    finally:
+        consumer.close()
+    return seen
+
+
+def consume_rest(servers: str, group: str, topic: str, idle_s: float = 3.0, timeout: float = 60.0) -> list[str]:
+    """Join `group` on another cluster and read from its commits until `idle_s` without a record."""
+    consumer = _consumer(servers, group)
+    consumer.subscribe([topic])
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    last = time.monotonic()
+    try:
+        while time.monotonic() < deadline and (time.monotonic() - last < idle_s or not consumer.assignment()):
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                if msg.error() is None:
+                    seen.append(msg.value().decode())
+                    last = time.monotonic()
+    finally:
+        consumer.close()
+    return seen
+
+
+def commits(servers: str, group: str) -> dict[tuple[str, int], tuple[int, str]]:
+    """(topic, partition) -> (offset, metadata) of `group` on a cluster."""
+    admin = AdminClient({"bootstrap.servers": servers})
+    result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
+    return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def commit_raw(servers: str, group: str, topic: str, partition: int, offset: int, metadata: str) -> None:
+    """A commit as any client could make it (admin API), e.g. with hand-written metadata."""
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, partition, offset, metadata=metadata)])])[group].result(timeout=10)
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.5, each=lambda: None):
+    """Poll `predicate` (after `each`) until it returns a truthy value or the timeout; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        each()
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+def missed_and_repeated(produced: list[str], first: list[str], second: list[str]) -> tuple[int, int]:
+    """Records never read by either consumer, and records read by both."""
+    missed = len(set(produced) - set(first) - set(second))
+    repeated = len(set(first) & set(second))
+    return missed, repeated
+
+
+def group_name() -> str:
+    return f"app-{uuid.uuid4().hex[:8]}"
+
+
+def read_partition(servers: str, topic: str, partition: int, timeout: float = 30.0) -> list[tuple[int, int, str]]:
+    """(offset, timestamp ms, value) of every record of one partition, in offset order."""
+    from confluent_kafka.admin import AdminClient as _Admin, OffsetSpec
+
+    admin = _Admin({"bootstrap.servers": servers})
+    tp = TopicPartition(topic, partition)
+    end = admin.list_offsets({tp: OffsetSpec.latest()})[tp].result(timeout=10).offset
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": f"treedist-test-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    out: list[tuple[int, int, str]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while (not out or out[-1][0] < end - 1) and end > 0 and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if msg.error() is None:
+                    out.append((msg.offset(), msg.timestamp()[1], msg.value().decode()))
+    finally:
+        consumer.close()
+    return out

@@ -1,0 +1,79 @@
+"""The fault suite, on the 4-cluster reference tree (real Spark, real brokers): after each fault
+every record is counted on every cluster. Nothing may be missing, foreign, out of order or
+changed; duplicates (at-least-once after an interrupted batch) are allowed, counted and
+reported. Other faults: kill -9 (test_crash_restart.py), a target down and back
+(tests/integration/pipeline/test_supervision_live.py), a target switch under load
+(test_target_failover.py); the table with results is in docs/faults.md."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from treedist.config import parse_deployment
+from treedist.local import LocalClusters
+from treedist.local.deployment import local_deployment
+from treedist.pipeline.app import DistributionApp
+
+from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_for_links, wait_until_complete
+
+pytestmark = pytest.mark.e2e
+CLUSTERS = ["c1", "c2", "c3", "c4"]
+
+
+def _assert_nothing_lost(report, expected):
+    for c in report.clusters:
+        assert (c.missing, c.unexpected, c.order_violations, c.mismatched) == (0, 0, 0, 0), report.as_dict()
+        assert c.records - c.duplicated == expected, report.as_dict()
+    print(f"duplicates per cluster: { {c.cluster: c.duplicated for c in report.clusters} }")
+
+
+
+def test_a_source_down_and_back_then_a_broker_restart_lose_nothing(spark, unique_topic, tmp_path):
+    clusters = LocalClusters.start(CLUSTERS, tmp_path / "brokers")
+    try:
+        bootstrap = clusters.bootstrap
+        create_topic_everywhere(bootstrap, unique_topic, 3)
+        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "cp"),
+                                distributor={"trigger_interval": "200 milliseconds", "unreachable_after": "4s",
+                                             "delivery_timeout_ms": 30000})
+        deployment = parse_deployment(spec)
+        app = DistributionApp(deployment, spark)
+        app.start()
+        try:
+            total = produce_concurrently(bootstrap, unique_topic, 200, 3)
+
+            # 1. A source cluster down and back: c1 stops with records of its own not yet copied.
+            total += produce_concurrently({"c1": bootstrap["c1"]}, unique_topic, 300, 3)
+            c1 = clusters.brokers["c1"]
+            LocalClusters(clusters.base_dir, {"c1": c1}).stop()
+            down_at = time.monotonic()
+            others = {c: bootstrap[c] for c in CLUSTERS if c != "c1"}
+            total += produce_concurrently(others, unique_topic, 100, 3)  # writes go on elsewhere
+            wait_for_links(app, lambda: app.link_states()["c1-messages"]["state"] == "waiting", 60, "c1's link to wait")
+            assert app.link_states()["c1-messages"]["waiting_on"] == ["c1"]
+            assert app.link_states()["c1-messages"]["failures_in_window"] == 0  # waiting is not failing
+            time.sleep(max(0.0, 15 - (time.monotonic() - down_at)))
+            clusters = LocalClusters.start(CLUSTERS, clusters.base_dir)
+            assert clusters.brokers["c1"].port == c1.port
+            back_at = time.monotonic()
+            report = wait_until_complete(deployment, unique_topic, timeout=240, check=app.check)
+            print(f"source down 15 s: recovered {time.monotonic() - back_at:.1f} s after it returned")
+            _assert_nothing_lost(report, total)
+
+            # 2. A broker restart (same data dir, same port) while every cluster takes writes.
+            c2 = clusters.brokers["c2"]
+            LocalClusters(clusters.base_dir, {"c2": c2}).stop()
+            clusters = LocalClusters.start(CLUSTERS, clusters.base_dir)
+            assert clusters.brokers["c2"].port == c2.port and clusters.brokers["c2"].pid != c2.pid
+            restarted_at = time.monotonic()
+            total += produce_concurrently(bootstrap, unique_topic, 150, 3)
+            report = wait_until_complete(deployment, unique_topic, timeout=240, check=app.check)
+            print(f"broker restart: every record everywhere {time.monotonic() - restarted_at:.1f} s after it")
+            _assert_nothing_lost(report, total)
+            assert not app.failed()
+        finally:
+            app.stop()
+    finally:
+        clusters.stop()

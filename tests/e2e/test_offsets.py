@@ -1,0 +1,170 @@
+"""Offset distribution end to end: the deployment's Spark application (real Spark, the 4
+record queries and the offset jobs on its driver) on the local 4-cluster tree, real brokers.
+
+One application serves the module's tests (its start is the expensive part); each test uses
+its own topic and group. Timestamp mode, margin 2 s, poll_interval 1 s."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from treedist.config import parse_deployment
+from treedist.local.deployment import local_deployment
+from treedist.pipeline.app import DistributionApp
+from treedist.topology.offsets import parse_commit_metadata
+
+from tests.e2e.offsets_workload import (
+    commits,
+    consume_and_commit,
+    consume_rest,
+    group_name,
+    missed_and_repeated,
+    produce,
+    read_partition,
+    wait_for,
+)
+from tests.e2e.workload import create_topic_everywhere, wait_for_counts
+
+pytestmark = pytest.mark.e2e
+CLUSTERS = ["c1", "c2", "c3", "c4"]
+POLL_S, MARGIN_S = 1, 2
+QUIET_S = 60
+
+
+@pytest.fixture(scope="module")
+def tree(spark, local_kafka, tmp_path_factory):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
+    stem = f"offsets-e2e-{int(time.time())}"
+    topics = {"one": f"{stem}-one", "all": f"{stem}-all"}
+    create_topic_everywhere(bootstrap, topics["one"], 1)
+    create_topic_everywhere(bootstrap, topics["all"], 3)
+    spec = local_deployment(
+        bootstrap, topics=list(topics.values()), checkpoint_location=str(tmp_path_factory.mktemp("offsets-ckpt")),
+        distributor={"trigger_interval": "300 milliseconds"},
+        offsets={"margin": f"{MARGIN_S}s", "poll_interval": f"{POLL_S}s"},
+    )
+    deployment = parse_deployment(spec)
+    app = DistributionApp(deployment, spark)
+    app.start()
+    try:
+        yield bootstrap, topics, app
+    finally:
+        app.stop()
+
+
+def _all_commits(bootstrap, group):
+    return {c: commits(bootstrap[c], group) for c in CLUSTERS}
+
+
+def test_a_group_stops_on_c1_and_resumes_on_c3_missing_nothing_margin_applied_once(tree):
+    bootstrap, topics, app = tree
+    topic = topics["one"]
+    base = int(time.time() * 1000) - 600_000
+    values = [f"one-{i}" for i in range(40)]
+    produce(bootstrap["c1"], topic, values, partition=0, base_ts_ms=base)  # 1 s apart
+    assert wait_for_counts(bootstrap, topic, 40, timeout=90, check=app.check) == {c: 40 for c in CLUSTERS}
+    group = group_name()
+    first = consume_and_commit(bootstrap["c1"], group, topic, 25)
+
+    # within poll_interval + 10 s the group's offsets exist on c2, c3 and c4
+    everywhere = wait_for(lambda: all((topic, 0) in commits(bootstrap[c], group) for c in ("c2", "c3", "c4")),
+                          timeout=POLL_S + 10)
+    assert everywhere
+    found = _all_commits(bootstrap, group)
+    meta = {c: parse_commit_metadata(found[c][topic, 0][1]) for c in ("c2", "c3", "c4")}
+    assert {c: m.flags for c, m in meta.items()} == {"c2": 0b0001, "c3": 0b0100, "c4": 0b0101}
+    # the margin is applied once: c4, two hops from c1, carries the timestamp c2 got in one hop
+    assert meta["c4"].metadata.origin_ts_ms == meta["c2"].metadata.origin_ts_ms == base + 24_000 - MARGIN_S * 1000
+
+    second = consume_rest(bootstrap["c3"], group, topic, idle_s=2.0)
+    missed, repeated = missed_and_repeated(values, first, second)
+    print(f"\nswitch c1 -> c3, timestamp mode: missed {missed}, repeated {repeated} (records inside the {MARGIN_S} s margin: 3)")
+    assert (missed, repeated) == (0, 3)  # one-22, one-23, one-24: the records inside the margin
+
+
+def test_records_from_all_four_clusters_a_group_fails_over_from_c2_to_c4_missing_nothing(tree):
+    bootstrap, topics, app = tree
+    topic = topics["all"]
+    per_cluster, partitions = 150, 3
+    errors: list[str] = []
+
+    def write(name: str) -> None:  # real-time timestamps, 150 records over ~6 s per cluster
+        producer = Producer({"bootstrap.servers": bootstrap[name], "enable.idempotence": True, "acks": "all"})
+        for i in range(per_cluster):
+            producer.produce(topic, value=f"{name}-{i}".encode(), partition=i % partitions)
+            if i % 10 == 9:
+                producer.flush(10)
+                time.sleep(0.4)
+        if producer.flush(30):
+            errors.append(name)
+
+    threads = [threading.Thread(target=write, args=(c,)) for c in CLUSTERS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    total = per_cluster * len(CLUSTERS)
+    assert wait_for_counts(bootstrap, topic, total, timeout=120, check=app.check) == {c: total for c in CLUSTERS}
+    group = group_name()
+    first = consume_and_commit(bootstrap["c2"], group, topic, total // 2)
+    assert wait_for(lambda: all(len(commits(bootstrap["c4"], group)) == len(commits(bootstrap["c2"], group)) for _ in [0]),
+                    timeout=POLL_S + 10)
+    second = consume_rest(bootstrap["c4"], group, topic, idle_s=2.0)
+    produced = [f"{c}-{i}" for c in CLUSTERS for i in range(per_cluster)]
+    missed, repeated = missed_and_repeated(produced, first, second)
+    print(f"\nfail-over c2 -> c4 with records from all four clusters, timestamp mode: missed {missed}, repeated {repeated} "
+          f"of {len(first)} read on c2")
+    assert missed == 0
+    # the docs' promise, checked exactly: per partition, c4's commit is the first record whose
+    # timestamp is at or after (timestamp of the last record read on c2) - margin, and the
+    # repeats are the records read on c2 that c4 holds at or after that position
+    expected_repeats = 0
+    read_on_c2 = set(first)
+    for p in range(partitions):
+        on_c2, on_c4 = read_partition(bootstrap["c2"], topic, p), read_partition(bootstrap["c4"], topic, p)
+        committed = commits(bootstrap["c2"], group).get((topic, p), (0, ""))[0]
+        if committed == 0:
+            continue
+        ts = on_c2[committed - 1][1] - MARGIN_S * 1000
+        position = next((o for o, t, _ in on_c4 if t >= ts), len(on_c4))
+        assert commits(bootstrap["c4"], group)[(topic, p)][0] == position
+        expected_repeats += sum(1 for o, _, v in on_c4 if o >= position and v in read_on_c2)
+    assert repeated == expected_repeats
+
+
+def test_no_loops_the_commits_stay_unchanged_during_a_quiet_minute(tree):
+    bootstrap, topics, app = tree
+    group = group_name()
+    consume_and_commit(bootstrap["c4"], group, topics["one"], 10)
+    assert wait_for(lambda: all((topics["one"], 0) in commits(bootstrap[c], group) for c in CLUSTERS), timeout=POLL_S + 10)
+    time.sleep(3 * POLL_S)  # let every job see the last commits once more
+    groups = [g for g in [group] + _groups_of_module(bootstrap)]
+    before = {g: _all_commits(bootstrap, g) for g in groups}
+    made_before = {name: c.stats.counts["commit"] for name, c in _committers(app).items()}
+    time.sleep(QUIET_S)
+    after = {g: _all_commits(bootstrap, g) for g in groups}
+    made_after = {name: c.stats.counts["commit"] for name, c in _committers(app).items()}
+    assert after == before
+    assert made_after == made_before
+    assert all(state["failures"] == 0 for state in app.scheduler.snapshot() if state["name"].startswith("offsets-"))
+
+
+def _committers(app):
+    """The offset job's committers (found by kind: the scheduler also runs topic sync)."""
+    from treedist.offsets.job import OffsetDistributionJob
+
+    jobs = [job for job in app.scheduler.jobs if isinstance(job, OffsetDistributionJob)]
+    assert len(jobs) == 1, [job.name for job in app.scheduler.jobs]
+    return jobs[0].committers
+
+
+def _groups_of_module(bootstrap):
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap["c1"]})
+    return sorted(g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid if g.group_id.startswith("app-"))

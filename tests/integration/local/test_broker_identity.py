@@ -1,0 +1,45 @@
+"""A state file's PID is stopped only while it is still the broker we started (real brokers)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+from treedist.local import LocalClusters
+from treedist.local.launcher import is_ours, pid_alive
+
+
+def test_only_our_broker_counts_as_ours_and_a_stranger_is_never_signalled(tmp_path):
+    clusters = LocalClusters.start(["a"], tmp_path / "k")
+    broker = clusters.brokers["a"]
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        assert is_ours(broker)
+        # The state file now points at a process that is not our broker (PID reused after a crash).
+        reused = dataclasses.replace(broker, pid=stranger.pid)
+        other_dir = dataclasses.replace(broker, data_dir=str(tmp_path / "elsewhere"))
+        assert not is_ours(reused) and not is_ours(other_dir)
+        LocalClusters(tmp_path / "k", {"a": reused}).stop(grace=0.5)
+        assert pid_alive(stranger.pid), "a process that is not our broker was signalled"
+        assert LocalClusters(tmp_path / "k", {"a": reused}).status()[0]["running"] is False
+    finally:
+        clusters.stop()
+        stranger.kill()
+        stranger.wait()
+    assert not pid_alive(broker.pid)
+    assert not is_ours(broker)
+
+
+def test_a_second_start_reuses_only_a_broker_that_is_ours(tmp_path):
+    first = LocalClusters.start(["a"], tmp_path / "k")
+    try:
+        again = LocalClusters.start(["a"], tmp_path / "k")
+        assert again.brokers["a"].pid == first.brokers["a"].pid
+    finally:
+        first.stop()
+    restarted = LocalClusters.start(["a"], tmp_path / "k")
+    try:
+        assert restarted.brokers["a"].pid != first.brokers["a"].pid and is_ours(restarted.brokers["a"])
+    finally:
+        restarted.stop()

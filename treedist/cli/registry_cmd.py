@@ -1,0 +1,30 @@
+"""`treedist registry serve`: one cluster's Confluent-compatible schema registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from treedist.config import load_deployment
+
+registry_app = typer.Typer(help="The Confluent-compatible schema registry kept in a cluster's _schemas topic.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(registry_app, name="registry")
+
+
+@registry_app.command("serve")
+def serve(
+    config: Path = typer.Option(..., "--config", "-c", help="Deployment YAML."),
+    cluster: str = typer.Option(..., "--cluster", help="The cluster whose _schemas topic holds this registry's state."),
+    port: int = typer.Option(None, "--port", help="Port (default: the port of schemas.registries.<cluster>, else 8081)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+) -> None:
+    """Replay the cluster's _schemas topic, then serve the REST API until SIGINT/SIGTERM."""
+    from treedist.registry.serve import serve_forever
+
+    deployment = load_deployment(config)
+    deployment.cluster(cluster)
+    serve_forever(deployment, cluster, port, host)

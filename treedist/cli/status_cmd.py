@@ -1,0 +1,86 @@
+"""`treedist status`: per link of a running deployment, from another shell: state, rate,
+lag (records, seconds), last batch. Reads the brokers and the checkpoints
+(treedist.ops.snapshot); with --ui-port it serves the web view until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from treedist.cli.common import ConfigOption, JsonOption, console, load, print_json
+
+LogLevelOption = typer.Option("warning", "--log-level", help="debug, info, warning or error (long-running commands).")
+LogFileOption = typer.Option(None, "--log-file", help="Also write the log to this file.")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)
+
+
+def status(
+    config: Path = ConfigOption,
+    as_json: bool = JsonOption,
+    ui_port: int = typer.Option(0, "--ui-port", help="Serve the web view on 127.0.0.1:PORT until Ctrl-C (0: off)."),
+    metrics_port: int = typer.Option(0, "--metrics-port", help="With --ui-port: also serve Prometheus metrics (0: off)."),
+    log_level: str = LogLevelOption,
+    log_file: Path = LogFileOption,
+) -> None:
+    """Per link: state (running, waiting for an unreachable cluster, failed), copied records
+    per second, lag in records and in seconds, last batch. Works against a running
+    deployment from another shell (it reads the brokers and the checkpoints)."""
+    from treedist.ops.logs import setup_logging
+    from treedist.ops.snapshot import StatusSource
+
+    deployment = load(config)
+    if not ui_port:
+        # One look: what the retries and librdkafka would log is in the table (state, and the
+        # error of each unreachable cluster), so it is not printed twice.
+        ours = logging.getLogger("treedist")
+        level = ours.level
+        ours.setLevel(logging.CRITICAL)
+        try:
+            snap = StatusSource(deployment, config_path=str(config)).refresh()
+        finally:
+            ours.setLevel(level)
+        print_json(snap) if as_json else print_status(snap)
+        return
+    from treedist.ops.serve import serve
+    from treedist.pipeline.lifecycle import StopRequested, StopSignals
+
+    recent = setup_logging(log_level, log_file)
+    source = StatusSource(deployment, config_path=str(config), recent_errors=recent)
+    with StopSignals() as signals, ExitStack() as stack:
+        for what, url in serve(stack, source, metrics_port=metrics_port, ui_port=ui_port).items():
+            console.print(f"{what}: {url}")
+        try:
+            while True:
+                source.refresh()  # also logs condensed outage lines
+                time.sleep(source.refresh_interval_s)
+        except StopRequested as stop:
+            console.print(f"{stop}: stopping")
+    raise typer.Exit(signals.exit_code())
+
+
+def print_status(snap: dict) -> None:
+    table = Table(title=f"links of {snap['deployment'] or 'the deployment'}")
+    for col in ("link", "target", "state", "records/s", "lag records", "lag s", "last batch"):
+        table.add_column(col, justify="right")
+    for link in snap["links"]:
+        state = link["state"] + (f" ({', '.join(link['unreachable'])} unreachable)" if link["unreachable"] else "")
+        ago = f"{snap['taken_at'] - link['last_batch_at']:.0f} s ago" if link["last_batch_at"] else "-"
+        table.add_row(link["distributor"], link["target"], state, str(link["records_per_second"]),
+                      _num(link["lag_records"]), _num(link["lag_seconds"]), ago,
+                      style={"waiting": "yellow", "failed": "red"}.get(link["state"]))
+    console.print(table)
+    down = [f"{name} ({c['error']})" for name, c in snap["clusters"].items() if not c["reachable"]]
+    if down:
+        console.print("[red]unreachable:[/] " + "; ".join(down))
+
+
+def _num(value: object) -> str:
+    return "?" if value is None else str(value)

@@ -1,0 +1,25 @@
+"""Consumer-group offset distribution (issue 7): jobs on the driver, pure rules in
+treedist.topology.offsets. See docs/offsets.md."""
+
+from __future__ import annotations
+
+from treedist.config import Deployment
+from treedist.offsets.committer import OffsetCommitter
+from treedist.offsets.errors import OffsetsError
+from treedist.offsets.groups import GroupClient
+from treedist.offsets.job import OffsetDistributionJob
+
+
+def offset_jobs(deployment: Deployment) -> list[OffsetDistributionJob]:
+    """One job per source cluster (all its levels), sharing one committer per target cluster.
+    Empty when `offsets.enabled` is false."""
+    if not deployment.offsets.enabled:
+        return []
+    naming = deployment.naming()
+    committers = {name: OffsetCommitter(name, GroupClient(name, c.client_config()), naming, deployment.origin_header)
+                  for name, c in deployment.clusters.items()}
+    return [OffsetDistributionJob(deployment, name, GroupClient(name, c.client_config()), committers)
+            for name, c in deployment.clusters.items()]
+
+
+__all__ = ["OffsetCommitter", "OffsetDistributionJob", "OffsetsError", "GroupClient", "offset_jobs"]

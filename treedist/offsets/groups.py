@@ -1,0 +1,214 @@
+"""One cluster's consumer groups through the Admin API, and record timestamps (driver side).
+
+`GroupClient` wraps one AdminClient and one assign-only Consumer (never joins a group; its
+`treedist-offsets-*` group id is one of treedist's own, never distributed). Every broker call
+is bounded by `timeout_s` and retried with `treedist.kafka.retry.with_retries` (retriable
+errors such as COORDINATOR_LOAD_IN_PROGRESS included); after the last attempt it raises
+`ClusterUnreachable` naming the cluster, and the group or topic where there is one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from treedist.kafka.errors import ClusterUnreachable
+from treedist.kafka.offsets import _CONSUMER_ONLY
+from treedist.kafka.retry import with_retries
+
+log = logging.getLogger(__name__)
+TP = tuple[str, int]  # (physical topic, partition)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A group's committed offset of one partition, with its metadata string."""
+
+    topic: str
+    partition: int
+    offset: int
+    metadata: str
+
+
+class GroupClient:
+    """Reads and writes one cluster's consumer-group offsets (driver; one thread at a time)."""
+
+    def __init__(self, cluster: str, client_config: Mapping[str, object], timeout_s: float = 10.0, attempts: int = 3):
+        self.cluster = cluster
+        self._conf = dict(client_config)
+        self._timeout_s = timeout_s
+        self._attempts = attempts
+        self._admin = AdminClient({k: v for k, v in self._conf.items() if k not in _CONSUMER_ONLY})
+        self._consumer: Consumer | None = None
+
+    def _retry(self, call, what: str):
+        return with_retries(call, what=f"{what} on cluster {self.cluster!r} failed", error=ClusterUnreachable,
+                            attempts=self._attempts, first_backoff_s=0.2, max_backoff_s=2.0)
+
+    def groups(self) -> list[str]:
+        """Every consumer group the cluster knows."""
+        def call() -> list[str]:
+            result = self._admin.list_consumer_groups(request_timeout=self._timeout_s).result(timeout=self._timeout_s)
+            if result.errors:
+                raise KafkaException(result.errors[0])
+            return sorted(g.group_id for g in result.valid)
+        return self._retry(call, "listing consumer groups")
+
+    def commits(self, groups: Iterable[str]) -> dict[str, list[Commit]]:
+        """group -> its committed offsets with metadata (one request per group, sent at once)."""
+        groups = list(groups)
+        if not groups:
+            return {}
+
+        def call() -> dict[str, list[Commit]]:
+            futures = {g: self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
+                                                                 request_timeout=self._timeout_s)[g] for g in groups}
+            out: dict[str, list[Commit]] = {}
+            for group, future in futures.items():
+                result = future.result(timeout=self._timeout_s)
+                out[group] = [Commit(tp.topic, tp.partition, tp.offset, tp.metadata or "")
+                              for tp in result.topic_partitions if tp.error is None and tp.offset >= 0]
+            return out
+        return self._retry(call, f"reading committed offsets of {len(groups)} groups")
+
+    def active(self, groups: Iterable[str]) -> dict[str, int]:
+        """group -> number of active members (0 for an empty or unknown group)."""
+        groups = sorted(set(groups))
+        if not groups:
+            return {}
+
+        def call() -> dict[str, int]:
+            futures = self._admin.describe_consumer_groups(groups, request_timeout=self._timeout_s)
+            return {g: len(f.result(timeout=self._timeout_s).members) for g, f in futures.items()}
+        return self._retry(call, f"describing groups {groups[:3]}{'...' if len(groups) > 3 else ''}")
+
+    def topics(self) -> dict[str, int]:
+        """physical topic -> partition count."""
+        md = self._retry(lambda: self._admin.list_topics(timeout=self._timeout_s), "listing topics")
+        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+    def ends(self, tps: Iterable[TP]) -> dict[TP, int]:
+        return self._list_offsets({tp: OffsetSpec.latest() for tp in set(tps)}, "end offsets")
+
+    def for_times(self, wanted: Mapping[TP, int]) -> dict[TP, int | None]:
+        """tp -> first offset whose record timestamp is >= the given ms (offsets_for_times);
+        None when no record is that recent."""
+        found = self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in wanted.items()}, "offsets for times")
+        return {tp: (off if off >= 0 else None) for tp, off in found.items()}
+
+    def _list_offsets(self, specs: Mapping[TP, OffsetSpec], what: str) -> dict[TP, int]:
+        if not specs:
+            return {}
+
+        def call() -> dict[TP, int]:
+            futures = self._admin.list_offsets({TopicPartition(t, p): s for (t, p), s in specs.items()},
+                                               request_timeout=self._timeout_s)
+            return {(tp.topic, tp.partition): f.result(timeout=self._timeout_s).offset for tp, f in futures.items()}
+        return self._retry(call, f"reading {what} of {len(specs)} partitions")
+
+    def commit(self, group: str, commits: Iterable[Commit]) -> None:
+        """Commit the offsets (with metadata) for `group`; creates the group if it has none."""
+        tps = [TopicPartition(c.topic, c.partition, c.offset, metadata=c.metadata) for c in commits]
+        if not tps:
+            return
+
+        def call() -> None:
+            futures = self._admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)],
+                                                               request_timeout=self._timeout_s)
+            result = futures[group].result(timeout=self._timeout_s)
+            for tp in result.topic_partitions:
+                if tp.error is not None:
+                    raise KafkaException(tp.error)
+        self._retry(call, f"committing {len(tps)} offsets of group {group!r}")
+
+    def record_timestamps(self, wanted: Mapping[TP, int], timeout_s: float | None = None) -> dict[TP, tuple[int, int] | None]:
+        """tp -> (offset, timestamp ms) of the first record at or after the given offset; None
+        when the partition holds no such record (deleted, or past the end). One assign-only
+        consumer reads all partitions at once; a partition at its end is known from the end
+        offsets, so the read waits only for partitions that have a record."""
+        if not wanted:
+            return {}
+        ends = self.ends(wanted)
+        out: dict[TP, tuple[int, int] | None] = {tp: None for tp in wanted}
+        todo = {tp: off for tp, off in wanted.items() if off < ends.get(tp, 0)}
+        if not todo:
+            return out
+        consumer = self._reader()
+        consumer.incremental_assign([TopicPartition(t, p, off) for (t, p), off in todo.items()])
+        deadline = time.monotonic() + (timeout_s or self._timeout_s)
+        try:
+            while todo and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                    tp = (msg.topic(), msg.partition())
+                    if msg.error() is not None or tp not in todo or msg.offset() < todo[tp]:
+                        continue
+                    out[tp] = (msg.offset(), msg.timestamp()[1])
+                    del todo[tp]
+                    consumer.incremental_unassign([TopicPartition(*tp)])
+        finally:
+            consumer.unassign()
+        if todo:
+            raise ClusterUnreachable(f"cluster {self.cluster!r}: no record read within {timeout_s or self._timeout_s} s "
+                                     f"from {len(todo)} partitions, e.g. {sorted(todo)[:3]}")
+        return out
+
+    def identities(self, tp: TP, start: int, stop: int, origin_header: str) -> list[tuple[int, tuple[str, int]]]:
+        """(offset, identity) of the records of `tp` in [start, stop), in offset order. Identity:
+        (cluster, offset) from the origin header, or (this cluster, offset) for a record produced
+        here; a record whose origin header does not parse counts as produced here (so it is
+        never taken as consumed elsewhere). Exact mode reads partitions with this."""
+        from treedist.topology.origin import MalformedOrigin, Origin
+
+        if start >= stop:
+            return []
+        consumer = self._reader()
+        consumer.incremental_assign([TopicPartition(tp[0], tp[1], start)])
+        out: list[tuple[int, tuple[str, int]]] = []
+        deadline = time.monotonic() + self._timeout_s * 3
+        try:
+            while (not out or out[-1][0] < stop - 1) and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=5000, timeout=0.2):
+                    if msg.error() is not None or (msg.topic(), msg.partition()) != tp or msg.offset() >= stop:
+                        continue
+                    identity = (self.cluster, msg.offset())
+                    for key, value in msg.headers() or ():
+                        if key == origin_header and value is not None:
+                            try:
+                                origin = Origin.decode(value)
+                                identity = (origin.cluster, origin.offset)
+                            except MalformedOrigin:
+                                pass
+                    out.append((msg.offset(), identity))
+                if out and out[-1][0] >= stop - 1:
+                    break
+                if not out and self.ends([tp]).get(tp, 0) <= start:
+                    break  # nothing there (deleted meanwhile)
+        finally:
+            consumer.unassign()
+        if out and out[-1][0] < stop - 1:
+            raise ClusterUnreachable(f"cluster {self.cluster!r}: reading {tp[0]}[{tp[1]}] offsets [{start}, {stop}) "
+                                     f"made no progress past {out[-1][0]}")
+        return out
+
+    def low(self, tps: Iterable[TP]) -> dict[TP, int]:
+        return self._list_offsets({tp: OffsetSpec.earliest() for tp in set(tps)}, "start offsets")
+
+    def _reader(self) -> Consumer:
+        if self._consumer is None:
+            conf = {k: v for k, v in self._conf.items()}
+            conf.update({"group.id": f"treedist-offsets-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+                         "enable.partition.eof": False, "auto.offset.reset": "earliest"})
+            self._consumer = Consumer(conf)
+        return self._consumer
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None

@@ -1,0 +1,52 @@
+"""The committed batches of a cluster's query, read from its checkpoint (local files; any
+process, also one that does not run the query).
+
+Spark's offset log: `offsets/<batch>` holds `v1`, a metadata line, then the source's JSON
+offset (the batch's END positions, `treedist.pipeline.positions.LevelPositions`);
+`commits/<batch>` is written once every copy of the batch was acknowledged. The commit
+file's modification time is when the batch was committed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from treedist.ops.errors import OpsError
+from treedist.ops.figures import Batch
+from treedist.pipeline.errors import PipelineError
+from treedist.pipeline.positions import LevelPositions
+
+
+def recent_batches(checkpoint: str | Path, window_s: float, now: float, at_most: int = 100) -> list[Batch]:
+    """Committed batches, newest last: the newest one plus every batch committed within the
+    last `window_s` seconds and the first one before them (what a rate over the window
+    needs). Empty when nothing was committed yet. A batch whose entry disappears while we
+    read (Spark purges old ones) is skipped."""
+    root = Path(checkpoint)
+    commits = root / "commits"
+    if not commits.is_dir():
+        return []
+    ids = sorted((int(p.name) for p in commits.iterdir() if p.name.isdigit()), reverse=True)[:at_most]
+    found: list[Batch] = []
+    for batch_id in ids:
+        try:
+            committed_at = (commits / str(batch_id)).stat().st_mtime
+            lines = (root / "offsets" / str(batch_id)).read_text().splitlines()
+        except FileNotFoundError:
+            continue
+        found.append(Batch(batch_id, committed_at, _positions(root, batch_id, lines)))
+        if committed_at < now - window_s:
+            break
+    return list(reversed(found))
+
+
+def _positions(root: Path, batch_id: int, lines: list[str]) -> dict:
+    if len(lines) < 3 or not lines[0].startswith("v"):
+        raise OpsError(f"checkpoint {root}: offsets/{batch_id} is not a Spark offset log entry; "
+                       "is this the checkpoint of a treedist query?")
+    try:
+        levels = LevelPositions.from_dict(json.loads(lines[2]))
+    except (ValueError, PipelineError) as err:
+        raise OpsError(f"checkpoint {root}: offsets/{batch_id} holds no treedist positions: {err}") from None
+    return {level: dict(offsets.positions) for level, offsets in levels.levels.items()}

@@ -1,0 +1,122 @@
+"""Prometheus metrics of a deployment, read from the one status snapshot (driver).
+
+A custom collector: every scrape asks `StatusSource.snapshot()` (at most one refresh per
+`max_age_s`), so metrics, `treedist status` and the web view never disagree. The list of
+metrics and their labels is in docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterator
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from treedist.ops.snapshot import StatusSource
+
+LINK_LABELS = ["distributor", "cluster", "level", "target"]
+STATES = ("running", "waiting", "failed", "unknown")
+# Live counters of `treedist run`: (metric, snapshot key, help)
+LIVE_COUNTERS = (
+    ("treedist_records_read_total", "records_in", "Records the distributor's query read from its source cluster."),
+    ("treedist_records_copied_total", "copied", "Records copied to the distributor's target (acknowledged)."),
+    ("treedist_records_skipped_total", "skipped", "Records read and not copied (the copy rule said no)."),
+    ("treedist_records_malformed_total", "malformed", "Records whose copy-flag header could not be parsed."),
+    ("treedist_query_restarts_total", "restarts", "Restarts of the distributor's query from its checkpoint."),
+)
+
+
+class SnapshotCollector(Collector):
+    """Turns one snapshot into metric families (runs in the scrape's thread)."""
+
+    def __init__(self, source: StatusSource, max_age_s: float = 1.0) -> None:
+        self.source = source
+        self.max_age_s = max_age_s
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.source.snapshot(self.max_age_s)
+        yield from _link_metrics(snap["links"])
+        yield from _cluster_metrics(snap["clusters"])
+        yield from _job_metrics(snap["jobs"])
+
+
+def _labels(link: dict) -> list[str]:
+    return [link["distributor"], link["cluster"], str(link["level"]), link["target"]]
+
+
+def _link_metrics(links: list[dict]) -> Iterator[Metric]:
+    lag = GaugeMetricFamily("treedist_lag_records", "Records of the source not yet copied by the distributor "
+                            "(latest offset minus committed position, summed over the topic's partitions).",
+                            labels=[*LINK_LABELS, "topic"])
+    age = GaugeMetricFamily("treedist_lag_seconds", "Age of the oldest record not yet copied.", labels=[*LINK_LABELS, "topic"])
+    rate = GaugeMetricFamily("treedist_link_records_per_second", "Source records the link processed (copied or skipped) per second over the "
+                             "last 10 s, from the positions its query committed.", labels=LINK_LABELS)
+    last = GaugeMetricFamily("treedist_last_batch_timestamp_seconds", "When the query last committed a batch "
+                             "(Unix time).", labels=LINK_LABELS)
+    state = GaugeMetricFamily("treedist_link_state", "1 for the link's current state.", labels=[*LINK_LABELS, "state"])
+    batch = GaugeMetricFamily("treedist_batch_duration_seconds", "Duration of the query's last micro-batch.",
+                              labels=LINK_LABELS)
+    counters = {key: CounterMetricFamily(name.removesuffix("_total"), text, labels=LINK_LABELS)
+                for name, key, text in LIVE_COUNTERS}
+    for link in links:
+        labels = _labels(link)
+        for topic, figures in link["topics"].items():
+            lag.add_metric([*labels, topic], figures["lag_records"])
+            age.add_metric([*labels, topic], figures["lag_seconds"])
+        rate.add_metric(labels, link["records_per_second"])
+        if link["last_batch_at"] is not None:
+            last.add_metric(labels, link["last_batch_at"])
+        for name in STATES:
+            state.add_metric([*labels, name], 1.0 if link["state"] == name else 0.0)
+        live = link.get("live")
+        if live:
+            for key, family in counters.items():
+                family.add_metric(labels, live[key])
+            if live.get("batch_seconds") is not None:
+                batch.add_metric(labels, live["batch_seconds"])
+    yield from (lag, age, rate, last, state, batch, *counters.values())
+
+
+def _cluster_metrics(clusters: dict[str, dict]) -> Iterator[Metric]:
+    up = GaugeMetricFamily("treedist_cluster_reachable", "1 when the cluster answered metadata at the last refresh.",
+                           labels=["cluster"])
+    for name, c in clusters.items():
+        up.add_metric([name], 1.0 if c["reachable"] else 0.0)
+    yield up
+
+
+def _job_metrics(jobs: list[dict]) -> Iterator[Metric]:
+    passes = CounterMetricFamily("treedist_job_passes", "Completed passes of a background job.", labels=["job"])
+    failures = CounterMetricFamily("treedist_job_failures", "Failed passes of a background job.", labels=["job"])
+    duration = GaugeMetricFamily("treedist_job_last_pass_duration_seconds", "Duration of the job's last pass.",
+                                 labels=["job"])
+    for job in jobs:
+        passes.add_metric([job["name"]], job["passes"])
+        failures.add_metric([job["name"]], job["failures"])
+        if job["last_pass_seconds"] is not None:
+            duration.add_metric([job["name"]], job["last_pass_seconds"])
+    yield from (passes, failures, duration)
+
+
+class MetricsServer:
+    """The /metrics endpoint on `host:port` (loopback by default), in a daemon thread."""
+
+    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1") -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(SnapshotCollector(source))
+        self.host, self.port = host, port
+        self._server = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "MetricsServer":
+        self._server, self._thread = start_http_server(self.port, addr=self.host, registry=self.registry)
+        self.port = self._server.server_port
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

@@ -1,0 +1,267 @@
+"""THE status of a deployment: one snapshot that `treedist status`, the Prometheus metrics
+and the web view all read (driver of `treedist run`, or any process with the config).
+
+Sources: the brokers (does each cluster answer; latest offsets; the timestamp of the
+oldest record not yet copied), the queries' checkpoints (committed positions per level,
+commit times), and, inside `treedist run`, the running application (counters, restarts,
+failed queries, batch durations, background jobs) and the recent warnings and errors.
+
+One refresh (`refresh()`, the `ops-status` background job calls it every few seconds):
+
+1. ask every cluster for metadata (bounded); note since when it is unreachable;
+2. per source cluster that answers: read the query's recent committed batches and the
+   latest offsets of their partitions; lag per level and topic; the age of the oldest
+   uncopied record per topic;
+3. per link (distributor): state, rate, lag, last batch time, and the live counters;
+4. log one condensed line per unreachable cluster at most every `report_every_s`
+   ("cluster c4 unreachable for 45 s; 3 links waiting; next retry in 5 s").
+
+The shape of the snapshot (`status --json`, `GET /api/status`) is documented in
+docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from treedist.kafka.admin import admin_client
+from treedist.kafka.errors import KafkaLayerError
+from treedist.kafka.logs import client_logger
+from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
+from treedist.kafka.watch import answers, timestamps_at
+from treedist.ops.checkpoint import recent_batches
+from treedist.ops.figures import FAILED, RUNNING, WAITING, copied_rate, lag_by_topic, link_state, oldest_age
+from treedist.pipeline.plan import ClusterPlan, plan_all
+from treedist.topology.tree import to_spec
+
+if TYPE_CHECKING:
+    from treedist.config import Deployment
+    from treedist.pipeline.app import DistributionApp
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Reachability:
+    error: str | None = None
+    since: float | None = None  # wall clock of the first failed probe of this outage
+    reported_at: float = 0.0
+
+
+@dataclass
+class StatusSource:
+    """Builds snapshots of one deployment. Thread-safe: the metrics server, the web view
+    and the refresh job may ask at the same time (one refresh runs at a time; others get
+    the latest snapshot when it is younger than `max_age_s`)."""
+
+    deployment: "Deployment"
+    config_path: str = ""
+    timeout_s: float = 2.0
+    rate_window_s: float = 10.0
+    refresh_interval_s: float = 5.0
+    report_every_s: float = 30.0
+    recent_errors: Callable[[], list[dict]] = list
+    app: "DistributionApp | None" = None
+    _plans: list[ClusterPlan] = field(default_factory=list)
+    _readers: dict[str, OffsetReader] = field(default_factory=dict)
+    _confs: dict[str, dict] = field(default_factory=dict)
+    _admins: dict[str, Any] = field(default_factory=dict)
+    _reach: dict[str, _Reachability] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _last: dict | None = None
+    _last_at: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        self._plans = plan_all(self.deployment)
+        for name, cluster in self.deployment.clusters.items():
+            conf = cluster.client_config(logger=client_logger())
+            self._admins[name] = admin_client({k: v for k, v in conf.items() if k not in ("isolation.level", "logger")})
+            self._readers[name] = OffsetReader(conf, cluster=name, timeout_s=self.timeout_s)
+            self._confs[name] = conf
+            self._reach[name] = _Reachability()
+
+    def attach(self, app: "DistributionApp") -> None:
+        """Inside `treedist run`: add the application's live counters and states."""
+        self.app = app
+
+    def snapshot(self, max_age_s: float = 1.0) -> dict:
+        """The latest snapshot, refreshed first when older than `max_age_s` seconds."""
+        with self._lock:
+            if self._last is None or time.monotonic() - self._last_at > max_age_s:
+                self._last = self._collect()
+                self._last_at = time.monotonic()
+            return self._last
+
+    def refresh(self) -> dict:
+        return self.snapshot(max_age_s=0.0)
+
+    # -- one refresh ------------------------------------------------------------------------
+
+    def _collect(self) -> dict:
+        now = time.time()
+        with ThreadPoolExecutor(max_workers=len(self.deployment.clusters), thread_name_prefix="treedist-probe") as pool:
+            # step 1, in parallel: a dead cluster costs its timeout once, not once per cluster
+            probes = {name: pool.submit(self._probe, name, now) for name in self.deployment.clusters}
+            reach = {name: future.result() for name, future in probes.items()}
+        live = self._live()
+        links: list[dict] = []
+        for plan in self._plans:  # step 2
+            links.extend(self._links(plan, reach, live, now))
+        self._report_outages(reach, links, now)  # step 4
+        return {
+            "deployment": self.config_path,
+            "taken_at": now,
+            "tree": to_spec(self.deployment.tree_node()),
+            "clusters": self._clusters(reach, links, now),
+            "links": links,
+            "jobs": self.app.scheduler.snapshot() if self.app is not None else [],
+            "errors": self.recent_errors(),
+        }
+
+    def _probe(self, name: str, now: float) -> str | None:
+        state = self._reach[name]
+        error = answers(self._admins[name], name, self.timeout_s)
+        if error is None and state.error is not None:
+            log.info("cluster %s reachable again after %.0f s", name, now - (state.since or now))
+            state.since = None
+        elif error is not None and state.error is None:
+            state.since = now
+        state.error = error
+        return error
+
+    def _links(self, plan: ClusterPlan, reach: dict[str, str | None], live: dict, now: float) -> list[dict]:
+        source_down = reach[plan.cluster] is not None
+        batches = [] if source_down else recent_batches(plan.checkpoint, self.rate_window_s, now)
+        newest = batches[-1] if batches else None
+        latest: dict[TopicPartitionKey, int] = {}
+        ages: dict[TopicPartitionKey, int] = {}
+        if newest is not None:
+            try:
+                tps = {tp for positions in newest.positions.values() for tp in positions}
+                latest = self._readers[plan.cluster].offsets(tps, "latest")
+                behind = {}
+                for positions in newest.positions.values():
+                    for tp, pos in positions.items():
+                        if latest.get(tp, pos) > pos:
+                            behind[tp] = min(pos, behind.get(tp, pos))
+                ages = timestamps_at(self._confs[plan.cluster], behind, cluster=plan.cluster,
+                                     timeout_s=self.timeout_s)
+            except KafkaLayerError as err:  # it went away between the probe and the read
+                source_down, latest = True, {}
+                reach[plan.cluster] = reach[plan.cluster] or str(err).splitlines()[0]
+        rows = []
+        for lp in plan.levels:
+            known = live.get(lp.name, {})
+            positions = newest.positions.get(lp.level, {}) if newest is not None else {}
+            by_topic = lag_by_topic(positions, latest) if latest else None
+            lag = sum(by_topic.values()) if by_topic is not None else None
+            unreachable = [c for c in (plan.cluster, known.get("target", lp.target)) if reach[c] is not None]
+            topics = {}
+            for topic, records in (by_topic or {}).items():
+                stamps = [ts for tp, ts in ages.items() if tp.topic == topic and positions.get(tp, -1) < latest.get(tp, 0)]
+                topics[topic] = {"lag_records": records, "lag_seconds": round(oldest_age(stamps, now), 3) if records else 0.0}
+            rows.append({
+                "distributor": lp.name,
+                "cluster": plan.cluster,
+                "level": lp.level,
+                "target": known.get("target", lp.target),
+                "state": link_state(query_failed=known.get("failed", False), unreachable=unreachable, lag=lag,
+                                    last_batch_at=newest.committed_at if newest else None, now=now,
+                                    stall_after_s=self._stall_after_s()),
+                "unreachable": unreachable,
+                "records_per_second": round(copied_rate(batches, lp.level, now, self.rate_window_s), 1),
+                "lag_records": lag,
+                "lag_seconds": max((t["lag_seconds"] for t in topics.values()), default=0.0) if lag is not None else None,
+                "last_batch": newest.batch_id if newest else None,
+                "last_batch_at": newest.committed_at if newest else None,
+                "topics": topics,
+                "live": known.get("counters"),
+            })
+        return rows
+
+    def _stall_after_s(self) -> float:
+        # A healthy query commits at least once per trigger when records wait; a batch may
+        # take a while under load, and a restart waits for its backoff.
+        return max(60.0, 10 * _seconds(self.deployment.distributor.trigger_interval))
+
+    def _live(self) -> dict[str, dict]:
+        """distributor -> target, failed, counters (only inside `treedist run`)."""
+        if self.app is None:
+            return {}
+        from treedist.pipeline.app import status_rows  # pyspark only where an application runs
+
+        out = {}
+        for row in status_rows(self.app):
+            out[row["distributor"]] = {
+                "target": row["target"],
+                "failed": row["failed"],
+                "counters": {k: row[k] for k in ("records_in", "copied", "skipped", "malformed", "restarts",
+                                                 "batch_seconds", "active")},
+            }
+        return out
+
+    def _clusters(self, reach: dict[str, str | None], links: list[dict], now: float) -> dict[str, dict]:
+        out = {}
+        for name in self.deployment.clusters:
+            into = [l for l in links if l["target"] == name]
+            state = self._reach[name]
+            out[name] = {
+                "reachable": reach[name] is None,
+                "error": reach[name],
+                "unreachable_for_s": round(now - state.since, 1) if state.since is not None else None,
+                "links_out": sum(1 for l in links if l["cluster"] == name),
+                "links_in": len(into),
+                "records_per_second_in": round(sum(l["records_per_second"] for l in into), 1),
+                "lag_records_in": sum(l["lag_records"] or 0 for l in into),
+            }
+        return out
+
+    def _report_outages(self, reach: dict[str, str | None], links: list[dict], now: float) -> None:
+        for name, error in reach.items():
+            state = self._reach[name]
+            if error is None or now - state.reported_at < self.report_every_s:
+                continue
+            state.reported_at = now
+            waiting = sum(1 for l in links if l["state"] == WAITING and name in l["unreachable"])
+            log.warning("cluster %s unreachable for %.0f s; %d links waiting; next retry in %.0f s (%s). "
+                        "Check that its brokers run and that bootstrap_servers in the config is right.",
+                        name, now - (state.since or now), waiting, self.refresh_interval_s, error)
+
+    def close(self) -> None:
+        self._readers.clear()
+        self._admins.clear()
+
+
+class StatusJob:
+    """The background job that refreshes the snapshot (driver; `treedist.pipeline.jobs`)."""
+
+    name = "ops-status"
+    run_before_start = False
+
+    def __init__(self, source: StatusSource) -> None:
+        self.source = source
+        self.interval_s = source.refresh_interval_s
+
+    def run_once(self) -> None:
+        self.source.refresh()
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def _seconds(interval: str) -> float:
+    """Spark's trigger interval ("100 milliseconds", "2 seconds") in seconds."""
+    number, _, unit = interval.strip().partition(" ")
+    scale = {"millisecond": 0.001, "second": 1.0, "minute": 60.0}
+    for name, factor in scale.items():
+        if unit.startswith(name):
+            return float(number) * factor
+    return float(number) / 1000.0
+
+
+__all__ = ["StatusSource", "StatusJob", "RUNNING", "WAITING", "FAILED"]

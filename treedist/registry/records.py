@@ -1,0 +1,225 @@
+"""The `_schemas` topic's record format, exactly as Confluent Schema Registry writes it. Pure.
+
+Keys are JSON objects (compact, fixed field order, so that log compaction sees one key per
+thing): `{"keytype":"SCHEMA","subject":S,"version":V,"magic":1}`, and with `magic` 0
+`CONFIG` / `MODE` (subject null = global), `DELETE_SUBJECT` and `NOOP`. Values are JSON:
+SCHEMA `{"subject","version","id","schemaType"?,"references"?,"schema","deleted"}`
+(schemaType omitted for AVRO, references omitted when empty), CONFIG
+`{"compatibilityLevel": L}`, MODE `{"mode": M}`, DELETE_SUBJECT `{"subject","version"}`;
+a null value is a tombstone (permanent delete of a version, removal of a config or mode).
+NOOP records carry a null value and only mark a position in the log.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Union
+
+from treedist.registry.errors import MalformedRecord
+
+AVRO = "AVRO"
+
+
+@dataclass(frozen=True)
+class SchemaKey:
+    subject: str
+    version: int
+    keytype = "SCHEMA"
+    magic = 1
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    subject: str | None = None  # None: the global config
+    keytype = "CONFIG"
+    magic = 0
+
+
+@dataclass(frozen=True)
+class ModeKey:
+    subject: str | None = None  # None: the global mode
+    keytype = "MODE"
+    magic = 0
+
+
+@dataclass(frozen=True)
+class DeleteSubjectKey:
+    subject: str
+    keytype = "DELETE_SUBJECT"
+    magic = 0
+
+
+@dataclass(frozen=True)
+class NoopKey:
+    keytype = "NOOP"
+    magic = 0
+
+
+Key = Union[SchemaKey, ConfigKey, ModeKey, DeleteSubjectKey, NoopKey]
+
+
+@dataclass(frozen=True)
+class SchemaValue:
+    subject: str
+    version: int
+    id: int
+    schema: str
+    schema_type: str = AVRO
+    references: tuple[dict, ...] = ()
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    compatibility: str
+
+
+@dataclass(frozen=True)
+class ModeValue:
+    mode: str
+
+
+@dataclass(frozen=True)
+class DeleteSubjectValue:
+    subject: str
+    version: int
+
+
+Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, None]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One `_schemas` record, decoded. `value` None is a tombstone (or a NOOP's null)."""
+
+    key: Key
+    value: Value = field(default=None)
+
+
+def encode_key(key: Key) -> bytes:
+    if isinstance(key, SchemaKey):
+        obj: dict = {"keytype": key.keytype, "subject": key.subject, "version": key.version, "magic": 1}
+    elif isinstance(key, (ConfigKey, ModeKey)):
+        obj = {"keytype": key.keytype, "subject": key.subject, "magic": 0}
+    elif isinstance(key, DeleteSubjectKey):
+        obj = {"keytype": key.keytype, "subject": key.subject, "magic": 0}
+    elif isinstance(key, NoopKey):
+        obj = {"keytype": "NOOP", "magic": 0}
+    else:
+        raise TypeError(f"not a _schemas key: {key!r}")
+    return _dumps(obj)
+
+
+def encode_value(value: Value) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, SchemaValue):
+        obj: dict = {"subject": value.subject, "version": value.version, "id": value.id}
+        if value.schema_type != AVRO:
+            obj["schemaType"] = value.schema_type
+        if value.references:
+            obj["references"] = list(value.references)
+        obj["schema"] = value.schema
+        obj["deleted"] = value.deleted
+    elif isinstance(value, ConfigValue):
+        obj = {"compatibilityLevel": value.compatibility}
+    elif isinstance(value, ModeValue):
+        obj = {"mode": value.mode}
+    elif isinstance(value, DeleteSubjectValue):
+        obj = {"subject": value.subject, "version": value.version}
+    else:
+        raise TypeError(f"not a _schemas value: {value!r}")
+    return _dumps(obj)
+
+
+def encode(record: Record) -> tuple[bytes, bytes | None]:
+    return encode_key(record.key), encode_value(record.value)
+
+
+def decode(key: bytes | None, value: bytes | None) -> Record:
+    """A raw `_schemas` record as a Record; MalformedRecord (naming what is wrong) otherwise."""
+    k = _loads(key, "key")
+    if not isinstance(k, dict):
+        raise MalformedRecord(f"_schemas key is not a JSON object: {key!r}")
+    keytype = k.get("keytype")
+    try:
+        if keytype == "SCHEMA":
+            parsed_key: Key = SchemaKey(_str(k, "subject"), _int(k, "version"))
+        elif keytype == "CONFIG":
+            parsed_key = ConfigKey(_opt_str(k, "subject"))
+        elif keytype == "MODE":
+            parsed_key = ModeKey(_opt_str(k, "subject"))
+        elif keytype == "DELETE_SUBJECT":
+            parsed_key = DeleteSubjectKey(_str(k, "subject"))
+        elif keytype == "NOOP":
+            return Record(NoopKey(), None)
+        else:
+            raise MalformedRecord(f"unknown keytype {keytype!r}")
+        if value is None:
+            return Record(parsed_key, None)
+        v = _loads(value, "value")
+        if not isinstance(v, dict):
+            raise MalformedRecord("value is not a JSON object")
+        return Record(parsed_key, _decode_value(parsed_key, v))
+    except MalformedRecord as err:
+        raise MalformedRecord(f"_schemas record with key {key!r}: {err.message}") from None
+
+
+def _decode_value(key: Key, v: dict) -> Value:
+    if isinstance(key, SchemaKey):
+        refs = v.get("references") or []
+        if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
+            raise MalformedRecord("references must be a list of objects")
+        deleted = v.get("deleted", False)
+        if not isinstance(deleted, bool):
+            raise MalformedRecord("deleted must be a boolean")
+        return SchemaValue(
+            subject=_str(v, "subject"),
+            version=_int(v, "version"),
+            id=_int(v, "id"),
+            schema=_str(v, "schema"),
+            schema_type=v.get("schemaType") or AVRO,
+            references=tuple(refs),
+            deleted=deleted,
+        )
+    if isinstance(key, ConfigKey):
+        return ConfigValue(_str(v, "compatibilityLevel"))
+    if isinstance(key, ModeKey):
+        return ModeValue(_str(v, "mode"))
+    assert isinstance(key, DeleteSubjectKey)
+    return DeleteSubjectValue(_str(v, "subject"), _int(v, "version"))
+
+
+def _dumps(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _loads(raw: bytes | None, what: str) -> object:
+    if raw is None:
+        raise MalformedRecord(f"null {what}")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise MalformedRecord(f"{what} is not JSON: {err}") from None
+
+
+def _str(obj: dict, name: str) -> str:
+    value = obj.get(name)
+    if not isinstance(value, str):
+        raise MalformedRecord(f"{name} must be a string, got {value!r}")
+    return value
+
+
+def _opt_str(obj: dict, name: str) -> str | None:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, str):
+        raise MalformedRecord(f"{name} must be a string or null, got {value!r}")
+    return value
+
+
+def _int(obj: dict, name: str) -> int:
+    value = obj.get(name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise MalformedRecord(f"{name} must be an integer, got {value!r}")
+    return value

@@ -1,0 +1,94 @@
+"""Run one cluster's registry: the store (its `_schemas` topic) behind the REST API.
+
+Runs in the registry process: `treedist registry serve` (foreground, uvicorn) or
+`RegistryServer` (a background thread, for tests, benchmarks and embedding). Start order:
+the store replays the topic to its end first, then the HTTP port opens, so a client never
+sees a partial state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from urllib.parse import urlparse
+
+import uvicorn
+
+from treedist.config.model import Deployment
+from treedist.registry.errors import StoreError
+from treedist.registry.server import Role, build_app
+from treedist.registry.store import DEFAULT_TOPIC, KafkaStore
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8081  # Confluent's
+
+
+def role_of(deployment: Deployment, cluster: str) -> Role:
+    schemas = deployment.schemas
+    if schemas is None:
+        return Role(cluster)
+    return Role(cluster, schemas.primary, schemas.registries.get(schemas.primary))
+
+
+def port_of(deployment: Deployment, cluster: str) -> int:
+    """The port of the cluster's URL in `schemas.registries`, else Confluent's 8081."""
+    url = deployment.schemas.registries.get(cluster) if deployment.schemas else None
+    return (urlparse(url).port if url else None) or DEFAULT_PORT
+
+
+def store_for(deployment: Deployment, cluster: str, topic: str | None = None) -> KafkaStore:
+    default = deployment.schemas.topic if deployment.schemas else DEFAULT_TOPIC
+    return KafkaStore(cluster, deployment.cluster(cluster).client_config(), topic or default)
+
+
+def serve_forever(deployment: Deployment, cluster: str, port: int | None = None, host: str = HOST) -> None:
+    """Replay, then serve until SIGINT/SIGTERM (uvicorn handles both); the store is closed after."""
+    store = store_for(deployment, cluster).start()
+    try:
+        uvicorn.run(build_app(store, role_of(deployment, cluster)), host=host, port=port or port_of(deployment, cluster),
+                    log_level="warning", access_log=False)
+    finally:
+        store.close()
+
+
+class RegistryServer:
+    """A registry on a background thread of this process (loopback, port 0 = a free one)."""
+
+    def __init__(self, store: KafkaStore, role: Role, port: int = 0, host: str = HOST):
+        self.store, self.role, self.host = store, role, host
+        config = uvicorn.Config(build_app(store, role), host=host, port=port, log_level="warning", access_log=False,
+                                lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def port(self) -> int:
+        return self._server.servers[0].sockets[0].getsockname()[1]
+
+    def start(self, timeout_s: float = 30.0) -> "RegistryServer":
+        if self.store._thread is None:
+            self.store.start()
+        self._thread = threading.Thread(target=self._server.run, name=f"registry-{self.store.cluster}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise StoreError(f"registry of cluster {self.store.cluster!r} did not start listening")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.store.close()
+
+    def __enter__(self) -> "RegistryServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

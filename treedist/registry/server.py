@@ -1,0 +1,258 @@
+"""The registry's REST API: the subset of Confluent Schema Registry that confluent-kafka's
+SchemaRegistryClient, AvroSerializer and AvroDeserializer use. Starlette routes, run by uvicorn.
+
+Runs in the registry process. Handlers are thin: parse the request, call `rules` on the
+store's state (reads) or through `store.decide_and_write` (writes), and map a RegistryError
+to Confluent's `{"error_code", "message"}` body and status at this edge only. A registry that
+is not its deployment's primary refuses client writes (42205) naming the primary; records
+the schema distributor puts into its topic still arrive (they do not come through here).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from treedist.registry import errors, rules
+from treedist.registry.avro import incompatibilities, parse
+from treedist.registry.records import AVRO
+from treedist.registry.store import KafkaStore
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+@dataclass(frozen=True)
+class Role:
+    """Whether this registry takes client writes. `refused` is the 42205 message when not."""
+
+    cluster: str
+    primary: str | None = None
+    primary_url: str | None = None
+
+    @property
+    def refused(self) -> str | None:
+        if self.primary is None or self.primary == self.cluster:
+            return None
+        at = f" at {self.primary_url}" if self.primary_url else ""
+        return (
+            f"The registry of cluster '{self.cluster}' is read-only (mode READONLY): schemas are "
+            f"registered on the primary cluster '{self.primary}'{at} and distributed from there"
+        )
+
+
+def reply(body: object, status: int = 200) -> Response:
+    return Response(json.dumps(body), status_code=status, media_type=CONTENT_TYPE)
+
+
+def build_app(store: KafkaStore, role: Role) -> Starlette:
+    refused = role.refused
+
+    def endpoint(handler: Callable[[Request], object]) -> Callable:
+        async def run(request: Request) -> Response:
+            body = None
+            if request.method in ("POST", "PUT"):
+                raw = await request.body()
+                try:
+                    body = json.loads(raw) if raw else {}
+                except ValueError:
+                    return reply({"error_code": 400, "message": "Unrecognized request body: not JSON"}, 400)
+                if not isinstance(body, dict):
+                    return reply({"error_code": 422, "message": "the request body must be a JSON object"}, 422)
+            request.state.body = body
+            try:
+                return reply(await run_in_threadpool(handler, request))  # writes block on read-back
+            except errors.RegistryError as err:
+                return reply(err.body(), err.status)
+
+        return run
+
+    def q(request: Request, name: str, default: str = "false") -> bool:
+        return request.query_params.get(name, default).lower() == "true"
+
+    def subject(request: Request) -> str:
+        return request.path_params["subject"]
+
+    def schema_id(request: Request) -> int:
+        return int(request.path_params["id"])
+
+    # -- schemas ---------------------------------------------------------------------------
+
+    def get_schema(request: Request) -> object:
+        return store.read(lambda s: rules.schema_by_id(s, schema_id(request)))
+
+    def schema_subjects(request: Request) -> object:
+        return sorted({s for s, _ in store.read(lambda st: rules.usages(st, schema_id(request), q(request, "deleted")))})
+
+    def schema_versions(request: Request) -> object:
+        used = store.read(lambda st: rules.usages(st, schema_id(request), q(request, "deleted")))
+        return [{"subject": s, "version": v} for s, v in used]
+
+    # -- subjects --------------------------------------------------------------------------
+
+    def list_subjects(request: Request) -> object:
+        prefix = request.query_params.get("subjectPrefix", "")
+        if q(request, "deletedOnly"):
+            names = store.read(lambda s: sorted(set(s.subject_names(True)) - set(s.subject_names(False))))
+        else:
+            names = store.read(lambda s: s.subject_names(q(request, "deleted")))
+        return [n for n in names if n.startswith(prefix)]
+
+    def list_versions(request: Request) -> object:
+        def query(state):
+            found = state.versions(subject(request), q(request, "deleted"))
+            if not found:
+                raise errors.SubjectNotFound(f"Subject '{subject(request)}' not found.")
+            return [v.version for v in found]
+
+        return store.read(query)
+
+    def register(request: Request) -> object:
+        body = request.state.body
+        text, kind = _schema_of(body)
+        return store.decide_and_write(
+            lambda s: rules.register(s, subject(request), text, kind, tuple(body.get("references") or ()), q(request, "normalize"), refused)
+        )
+
+    def lookup(request: Request) -> object:
+        body = request.state.body
+        text, kind = _schema_of(body)
+        return store.read(lambda s: rules.lookup(s, subject(request), text, kind, q(request, "normalize"), q(request, "deleted")))
+
+    def get_version(request: Request) -> object:
+        def query(state):
+            v = rules.get_version(state, subject(request), request.path_params["version"], q(request, "deleted"))
+            return rules.version_body(state, subject(request), v)
+
+        return store.read(query)
+
+    def get_version_schema(request: Request) -> object:
+        return json.loads(get_version(request)["schema"])
+
+    def referenced_by(request: Request) -> object:
+        store.read(lambda s: rules.get_version(s, subject(request), request.path_params["version"]))
+        return []  # references are not supported, so nothing refers to anything
+
+    def delete_subject(request: Request) -> object:
+        return store.decide_and_write(lambda s: rules.delete_subject(s, subject(request), q(request, "permanent"), refused))
+
+    def delete_version(request: Request) -> object:
+        return store.decide_and_write(
+            lambda s: rules.delete_version(s, subject(request), request.path_params["version"], q(request, "permanent"), refused)
+        )
+
+    def check_compatibility(request: Request) -> object:
+        text, kind = _schema_of(request.state.body)
+
+        def query(state):
+            name, version = subject(request), request.path_params.get("version")
+            existing = state.versions(name)
+            if version is not None and version != "latest":
+                existing = [rules.get_version(state, name, version)]
+            olds = [parse(state.schemas[v.id].text, state.schemas[v.id].schema_type) for v in existing]
+            problems = incompatibilities(rules.compatibility(state, name), parse(text, kind), olds)
+            answer: dict = {"is_compatible": not problems}
+            if q(request, "verbose"):
+                answer["messages"] = problems
+            return answer
+
+        return store.read(query)
+
+    # -- config and mode -------------------------------------------------------------------
+
+    def get_config(request: Request) -> object:
+        name = request.path_params.get("subject")
+
+        def query(state):
+            if name is not None and name not in state.configs and not q(request, "defaultToGlobal"):
+                raise errors.SubjectConfigNotFound(f"Subject '{name}' does not have subject-level compatibility configured")
+            return {"compatibilityLevel": rules.compatibility(state, name)}
+
+        return store.read(query)
+
+    def put_config(request: Request) -> object:
+        level = request.state.body.get("compatibility", request.state.body.get("compatibilityLevel"))
+        return store.decide_and_write(lambda s: rules.set_config(s, request.path_params.get("subject"), level, refused))
+
+    def delete_config(request: Request) -> object:
+        return store.decide_and_write(lambda s: rules.delete_config(s, request.path_params.get("subject"), refused))
+
+    def get_mode(request: Request) -> object:
+        if refused:
+            return {"mode": "READONLY"}
+        name = request.path_params.get("subject")
+
+        def query(state):
+            if name is not None and name not in state.modes and not q(request, "defaultToGlobal"):
+                raise errors.SubjectModeNotFound(f"Subject '{name}' does not have subject-level mode configured")
+            return {"mode": rules.mode(state, name)}
+
+        return store.read(query)
+
+    def put_mode(request: Request) -> object:
+        return store.decide_and_write(lambda s: rules.set_mode(s, request.path_params.get("subject"), request.state.body.get("mode"), refused))
+
+    def delete_mode(request: Request) -> object:
+        return store.decide_and_write(lambda s: rules.delete_mode(s, request.path_params.get("subject"), refused))
+
+    def root(request: Request) -> object:
+        return {}
+
+    def health(request: Request) -> object:
+        return {**store.health(), "primary": role.primary, "read_only": bool(refused)}
+
+    def types(request: Request) -> object:
+        return [AVRO]
+
+    S = "/subjects/{subject}"
+    V = S + "/versions/{version}"
+    routes = [
+        Route("/", endpoint(root)),
+        Route("/health", endpoint(health)),
+        Route("/schemas/types", endpoint(types)),
+        Route("/schemas/ids/{id:int}", endpoint(get_schema)),
+        Route("/schemas/ids/{id:int}/subjects", endpoint(schema_subjects)),
+        Route("/schemas/ids/{id:int}/versions", endpoint(schema_versions)),
+        Route("/subjects", endpoint(list_subjects)),
+        Route(V + "/schema", endpoint(get_version_schema)),
+        Route(V + "/referencedby", endpoint(referenced_by)),
+        Route(V, endpoint(get_version), methods=["GET"]),
+        Route(V, endpoint(delete_version), methods=["DELETE"]),
+        Route(S + "/versions", endpoint(list_versions), methods=["GET"]),
+        Route(S + "/versions", endpoint(register), methods=["POST"]),
+        Route(S, endpoint(lookup), methods=["POST"]),
+        Route(S, endpoint(delete_subject), methods=["DELETE"]),
+        Route("/compatibility/subjects/{subject}/versions/{version}", endpoint(check_compatibility), methods=["POST"]),
+        Route("/compatibility/subjects/{subject}/versions", endpoint(check_compatibility), methods=["POST"]),
+        Route("/config", endpoint(get_config), methods=["GET"]),
+        Route("/config", endpoint(put_config), methods=["PUT"]),
+        Route("/config", endpoint(delete_config), methods=["DELETE"]),
+        Route("/config/{subject}", endpoint(get_config), methods=["GET"]),
+        Route("/config/{subject}", endpoint(put_config), methods=["PUT"]),
+        Route("/config/{subject}", endpoint(delete_config), methods=["DELETE"]),
+        Route("/mode", endpoint(get_mode), methods=["GET"]),
+        Route("/mode", endpoint(put_mode), methods=["PUT"]),
+        Route("/mode", endpoint(delete_mode), methods=["DELETE"]),
+        Route("/mode/{subject}", endpoint(get_mode), methods=["GET"]),
+        Route("/mode/{subject}", endpoint(put_mode), methods=["PUT"]),
+        Route("/mode/{subject}", endpoint(delete_mode), methods=["DELETE"]),
+    ]
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        return reply({"error_code": status, "message": f"HTTP {status} {getattr(exc, 'detail', 'Not Found')}"}, status)
+
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+
+
+def _schema_of(body: dict) -> tuple[str, str]:
+    text = body.get("schema")
+    if not isinstance(text, str):
+        raise errors.InvalidSchema("the request body needs a \"schema\" string")
+    return text, body.get("schemaType") or AVRO

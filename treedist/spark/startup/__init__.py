@@ -1,0 +1,1 @@
+"""Start-up hooks of the Python processes Spark starts (see sitecustomize)."""
