@@ -155,11 +155,12 @@ def test_no_loops_the_commits_stay_unchanged_during_a_quiet_minute(tree):
 
 
 def _committers(app):
-    """The offset job's committers (found by kind: the scheduler also runs topic sync)."""
+    """The committers the offset jobs share (found by kind: the scheduler also runs topic sync)."""
     from treedist.offsets.job import OffsetDistributionJob
 
     jobs = [job for job in app.scheduler.jobs if isinstance(job, OffsetDistributionJob)]
-    assert len(jobs) == 1, [job.name for job in app.scheduler.jobs]
+    assert {job.cluster for job in jobs} == set(CLUSTERS), [job.name for job in app.scheduler.jobs]
+    assert all(job.committers is jobs[0].committers for job in jobs)  # one committer per target, shared
     return jobs[0].committers
 
 
