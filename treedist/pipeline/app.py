@@ -12,13 +12,27 @@ growing intervals, restarted as soon as it answers); any other failure is restar
 checkpoint with backoff within a restart budget per link and time window
 (`distributor.restarts`), and past it the link is parked as *failed* and tried again when the
 window frees. One link never stops another, and the application never exits because of one.
+
+Two ways to run (both driver side):
+- standalone (`treedist run -c`): `start()` starts every unit of the deployment;
+- control-plane worker (`treedist worker`, treedist.control): `begin()`, then the units the
+  leader assigns come and go with `start_unit(id)` / `stop_unit(id)`, and `apply(deployment)`
+  takes a config change without restarting the application (targets at the next batch,
+  other changes by restarting only the units they concern, from their checkpoints).
+
+Unit ids (treedist.control.units): `messages/<cluster>` (the cluster's query),
+`offsets/<cluster>` (its offset job), `topic-sync` (the topic sync job), `schemas/<primary>`
+(the schema distributor).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Sequence
 
 from pyspark.sql import SparkSession
@@ -28,7 +42,8 @@ from treedist.config import Deployment
 from treedist.pipeline.counters import ClusterCounters
 from treedist.pipeline.health import ClusterHealth
 from treedist.pipeline.jobs import Job, Scheduler
-from treedist.pipeline.plan import ClusterPlan, plan_all
+from treedist.pipeline.errors import PipelineError
+from treedist.pipeline.plan import ClusterPlan, plan_all, plan_cluster
 from treedist.pipeline.preflight import preflight
 from treedist.pipeline.query import start_cluster_query
 from treedist.pipeline.supervision import LinkState, RestartPolicy, Supervision, error_summary
@@ -68,8 +83,10 @@ class DistributionApp:
         spark: SparkSession,
         policy: RestartPolicy | None = None,
         jobs: Sequence[Job] | None = None,
+        live_dir: Path | None = None,
     ):
         self.deployment = deployment
+        self.live_dir = Path(live_dir) if live_dir is not None else None  # worker mode: live target files
         self.spark = spark
         self.policy = policy or _policy(deployment)
         self.running: dict[str, RunningQuery] = {}  # by query name
@@ -78,6 +95,7 @@ class DistributionApp:
         self.health = ClusterHealth({n: c.client_config() for n, c in deployment.clusters.items()})
         # The deployment's own target per distributor: what failback returns to.
         self._configured = {d.name: d.target for d in deployment.topology().all_distributors()}
+        self._offset_jobs: dict[str, Job] | None = None  # worker mode: built on first need, committers shared
 
     def start(self, startup_timeout: float = 120.0) -> None:
         """Background jobs' first passes, preflight, then the queries one after another.
@@ -90,21 +108,140 @@ class DistributionApp:
         preflight(self.deployment)
         try:
             for plan in plan_all(self.deployment, max_tasks=self.spark.sparkContext.defaultParallelism):
-                counters = ClusterCounters(self.spark, plan)
-                run = RunningQuery(plan, counters, self._start(plan, counters), Supervision(self.policy))
-                self.running[plan.query_name] = run
-                self._await_sources(run, startup_timeout)
+                self._start_messages(plan, startup_timeout)
             if self.deployment.schemas is not None:
-                self.schemas = SchemaDistributor(
-                    self.deployment, self.spark, max_restarts=self.policy.max_failures, backoff_seconds=self.policy.backoff_s
-                ).start()
+                self._start_schemas()
             self.scheduler.start()
             self.health.start()
         except BaseException:
             self.stop()
             raise
 
+    def _start_messages(self, plan: ClusterPlan, startup_timeout: float) -> RunningQuery:
+        counters = ClusterCounters(self.spark, plan)
+        run = RunningQuery(plan, counters, self._start(plan, counters), Supervision(self.policy))
+        self.running[plan.query_name] = run
+        self._await_sources(run, startup_timeout)
+        return run
+
+    def _start_schemas(self) -> None:
+        self.schemas = SchemaDistributor(
+            self.deployment, self.spark, max_restarts=self.policy.max_failures, backoff_seconds=self.policy.backoff_s
+        ).start()
+
+    # -- units, for control-plane workers (driver) ---------------------------------------------
+
+    def begin(self) -> None:
+        """Worker mode: the health monitor and the scheduler run; no unit yet."""
+        self.scheduler.start()
+        self.health.start()
+
+    def units(self) -> list[str]:
+        """The units started here (running, waiting or backing off), sorted."""
+        started = [f"messages/{run.plan.cluster}" for run in self.running.values()]
+        started += [job.name.replace("offsets-", "offsets/", 1) for job in self.scheduler.jobs if job.name.startswith("offsets-")]
+        started += ["topic-sync"] if self.scheduler.job("topic-sync") is not None else []
+        started += [f"schemas/{self.schemas.primary}"] if self.schemas is not None else []
+        return sorted(started)
+
+    def start_unit(self, unit: str, startup_timeout: float = 120.0) -> None:
+        """Start one unit from its checkpoint (its previous run must have ended, here or on
+        another worker: the control plane's handover guarantees it). Raises PipelineError for
+        a unit the deployment does not have."""
+        kind, _, cluster = unit.partition("/")
+        if unit in self.units():
+            return
+        if kind == "messages" and cluster in self.deployment.clusters and self.deployment.topology().distributors.get(cluster):
+            plan = plan_cluster(self.deployment, cluster, self.spark.sparkContext.defaultParallelism,
+                                live_targets=self._live_file(cluster))
+            self._start_messages(plan, startup_timeout)
+        elif kind == "offsets" and self.deployment.offsets.enabled and cluster in self.deployment.clusters:
+            self.scheduler.add(self._offset_job(cluster))
+        elif unit == "topic-sync" and self.deployment.topics.sync.enabled:
+            from treedist.topics.job import TopicSyncJob
+
+            self.scheduler.add(TopicSyncJob(self.deployment))
+        elif kind == "schemas" and self.deployment.schemas is not None and cluster == self.deployment.schemas.primary:
+            self._start_schemas()
+        else:
+            raise PipelineError(f"unit {unit!r} is not a unit of this deployment")
+        log.info("unit %s started", unit)
+
+    def stop_unit(self, unit: str, settle_seconds: float = 10.0) -> None:
+        """Stop one unit: an in-flight batch gets `settle_seconds` to finish (an interrupted one
+        is replayed by whoever starts the unit next: at least once, never lost)."""
+        kind, _, cluster = unit.partition("/")
+        if kind == "messages":
+            run = self.running.pop(f"{cluster}-messages", None)
+            if run is not None:
+                self._stop_query(run, time.monotonic() + settle_seconds)
+        elif kind == "offsets":
+            self.scheduler.remove(f"offsets-{cluster}")
+        elif unit == "topic-sync":
+            self.scheduler.remove("topic-sync")
+        elif kind == "schemas" and self.schemas is not None:
+            schemas, self.schemas = self.schemas, None
+            try:
+                schemas.stop()
+            except Exception as err:  # its checkpoint is safe; a re-delivery changes nothing
+                log.warning("stopping %s: %s", schemas.query_name, _first_line(err))
+        log.info("unit %s stopped", unit)
+
+    def apply(self, deployment: Deployment) -> dict[str, str]:
+        """Take a config change without restarting the application (driver). Per started unit:
+        - a messages unit whose plan changes only in its targets gets them through its live
+          targets file: the next micro-batch copies to the new targets ("targets");
+        - any other unit whose inputs changed is stopped and started again from its
+          checkpoint with the new deployment ("restarted");
+        returns unit -> what happened, for the units that changed."""
+        old, started = self.deployment, self.units()
+        changed: dict[str, str] = {}
+        self.deployment = deployment
+        self._configured = {d.name: d.target for d in deployment.topology().all_distributors()}
+        jobs_changed = _without_targets(old) != _without_targets(deployment)
+        if jobs_changed:
+            self._offset_jobs = None
+        for unit in started:
+            kind, _, cluster = unit.partition("/")
+            if kind == "messages" and not jobs_changed:
+                run = self.running[f"{cluster}-messages"]
+                new = plan_cluster(deployment, cluster, run.plan.max_tasks, live_targets=run.plan.live_targets)
+                if new != run.plan:
+                    run.plan = new
+                    self._write_live_targets(new)
+                    changed[unit] = "targets"
+            elif jobs_changed:
+                self.stop_unit(unit)
+                try:
+                    self.start_unit(unit)
+                    changed[unit] = "restarted"
+                except PipelineError:
+                    changed[unit] = "removed"  # the new deployment has no such unit
+        return changed
+
+    def _offset_job(self, cluster: str) -> Job:
+        from treedist.offsets import offset_jobs
+
+        if self._offset_jobs is None or cluster not in self._offset_jobs:
+            self._offset_jobs = {job.cluster: job for job in offset_jobs(self.deployment)}
+        return self._offset_jobs.pop(cluster)
+
+    def _live_file(self, cluster: str) -> str | None:
+        return str(self.live_dir / f"{cluster}-targets.json") if self.live_dir is not None else None
+
+    def _write_live_targets(self, plan: ClusterPlan) -> None:
+        """Write the plan's targets where its query's planner reads them before every batch
+        (atomically: the planner never sees half a file)."""
+        if plan.live_targets is None:
+            return
+        path = Path(plan.live_targets)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({str(lp.level): lp.target for lp in plan.levels}))
+        os.replace(tmp, path)
+
     def _start(self, plan: ClusterPlan, counters: ClusterCounters) -> StreamingQuery:
+        self._write_live_targets(plan)  # worker mode: a restart (or a failover) starts on the plan's targets
         return start_cluster_query(self.spark, plan, counters, self.deployment.distributor.trigger_interval)
 
     def _await_sources(self, run: RunningQuery, timeout: float) -> None:
@@ -303,19 +440,30 @@ class DistributionApp:
         self.health.stop()
         deadline = time.monotonic() + settle_seconds
         for run in self.running.values():
-            while time.monotonic() < deadline and run.query.isActive and run.query.status.get("isTriggerActive"):
-                time.sleep(0.05)
-            run.supervision.state = LinkState.STOPPED
-            try:
-                if run.query.isActive:
-                    run.query.stop()
-            except Exception as err:  # stopping is best effort; the checkpoint is already safe
-                log.warning("stopping %s: %s", run.plan.query_name, _first_line(err))
+            self._stop_query(run, deadline)
         if self.schemas is not None:
             try:
                 self.schemas.stop()
             except Exception as err:  # as above: its checkpoint is safe, a re-delivery changes nothing
                 log.warning("stopping %s: %s", self.schemas.query_name, _first_line(err))
+
+
+    @staticmethod
+    def _stop_query(run: RunningQuery, deadline: float) -> None:
+        while time.monotonic() < deadline and run.query.isActive and run.query.status.get("isTriggerActive"):
+            time.sleep(0.05)
+        run.supervision.state = LinkState.STOPPED
+        try:
+            if run.query.isActive:
+                run.query.stop()
+        except Exception as err:  # stopping is best effort; the checkpoint is already safe
+            log.warning("stopping %s: %s", run.plan.query_name, _first_line(err))
+
+
+def _without_targets(deployment: Deployment) -> dict:
+    """The deployment's settings apart from its target overrides and failover settings (a
+    change of those alone is applied live, without a restart)."""
+    return deployment.model_dump(exclude={"targets"})  # python mode: secrets compare by value
 
 
 def background_jobs(deployment: Deployment) -> list[Job]:

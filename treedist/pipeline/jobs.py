@@ -14,6 +14,10 @@ runs in its own daemon thread:
    idempotent by contract (it reads state and converges it), so the next pass repairs what
    the failed one left.
 4. `stop()` sets the stop event and joins every thread (bounded); a pass in progress finishes.
+
+Jobs can also come and go while the scheduler runs (`add`, `remove`): a control-plane worker
+starts and stops the units assigned to it (treedist.control). `remove` stops that job's
+thread the same way as step 4, then closes the job.
 """
 
 from __future__ import annotations
@@ -64,13 +68,46 @@ class Scheduler:
     jobs: Sequence[Job]
     states: dict[str, JobState] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list[threading.Thread] = field(default_factory=list)
+    _threads: dict[str, tuple[threading.Thread, threading.Event]] = field(default_factory=dict)
+    _started: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
+        self.jobs = list(self.jobs)
         names = [job.name for job in self.jobs]
         if len(set(names)) != len(names):
             raise PipelineError(f"background job names must be unique, got {names}")
         self.states = {job.name: JobState(job.name, job.interval_s) for job in self.jobs}
+
+    def job(self, name: str) -> Job | None:
+        return next((job for job in self.jobs if job.name == name), None)
+
+    def add(self, job: Job) -> None:
+        """Add a job; its thread starts at once when the scheduler runs (first pass after
+        `interval_s`, or at once when it says `run_before_start`)."""
+        with self._lock:
+            if self.job(job.name) is not None:
+                raise PipelineError(f"background job {job.name!r} is already scheduled")
+            self.jobs.append(job)
+            self.states[job.name] = JobState(job.name, job.interval_s)
+            if self._started:
+                self._spawn(job, first_pass_now=job.run_before_start)
+
+    def remove(self, name: str, timeout_s: float = 30.0) -> None:
+        """Stop one job's thread (a pass in progress finishes), close the job, forget it."""
+        with self._lock:
+            job = self.job(name)
+            if job is None:
+                return
+            self.jobs.remove(job)
+            thread, stop = self._threads.pop(name, (None, None))
+        if stop is not None:
+            stop.set()
+            thread.join(timeout_s)
+            if thread.is_alive():
+                log.warning("background job thread %s still running after %.0f s; leaving it (daemon)", thread.name, timeout_s)
+        self._close(job)
+        self.states.pop(name, None)
 
     def run_before_start(self) -> None:
         """Step 1: one synchronous pass of every job that asks for it; errors propagate."""
@@ -83,38 +120,57 @@ class Scheduler:
 
     def start(self) -> None:
         """Steps 2-3: one daemon thread per job."""
-        for job in self.jobs:
-            thread = threading.Thread(target=self._loop, args=(job,), name=f"treedist-job-{job.name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        with self._lock:
+            self._started = True
+            for job in self.jobs:
+                self._spawn(job, first_pass_now=False)
+
+    def _spawn(self, job: Job, first_pass_now: bool) -> None:
+        stop = threading.Event()
+        thread = threading.Thread(target=self._loop, args=(job, stop, first_pass_now), name=f"treedist-job-{job.name}", daemon=True)
+        self._threads[job.name] = (thread, stop)
+        thread.start()
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Step 4: signal, join (bounded), then close every job."""
         self._stop.set()
         deadline = time.monotonic() + timeout_s
-        for thread in self._threads:
+        with self._lock:
+            threads = list(self._threads.values())
+            jobs = list(self.jobs)
+        for thread, stop in threads:
+            stop.set()
+        for thread, _ in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 log.warning("background job thread %s still running after %.0f s; leaving it (daemon)", thread.name, timeout_s)
-        for job in self.jobs:
-            try:
-                job.close()
-            except Exception as err:  # closing clients is best effort at shutdown; nothing to lose here
-                log.warning("closing background job %s: %s", job.name, err)
+        for job in jobs:
+            self._close(job)
 
-    def _loop(self, job: Job) -> None:
-        while not self._stop.wait(job.interval_s):
+    @staticmethod
+    def _close(job: Job) -> None:
+        try:
+            job.close()
+        except Exception as err:  # closing clients is best effort at shutdown; nothing to lose here
+            log.warning("closing background job %s: %s", job.name, err)
+
+    def _loop(self, job: Job, stop: threading.Event, first_pass_now: bool = False) -> None:
+        wait = 0.0 if first_pass_now else job.interval_s
+        while not stop.wait(wait) and not self._stop.is_set():
+            wait = job.interval_s
             try:
                 self._pass(job)
             except Exception as err:  # step 3: counted and logged; the next pass converges again
-                state = self.states[job.name]
+                state = self.states.get(job.name)
+                if state is None:  # removed meanwhile
+                    return
                 state.failures += 1
                 state.last_error = _first_line(err)
                 log.warning("background job %s failed (pass %d, %d failures so far): %s; next pass in %.1f s",
                             job.name, state.passes + 1, state.failures, state.last_error, job.interval_s)
 
     def _pass(self, job: Job) -> None:
-        state = self.states[job.name]
+        state = self.states.get(job.name) or JobState(job.name, job.interval_s)
         started = time.monotonic()
         job.run_once()
         state.passes += 1
@@ -123,7 +179,7 @@ class Scheduler:
         state.last_error = None
 
     def snapshot(self) -> list[dict]:
-        return [state.as_dict() for state in self.states.values()]
+        return [state.as_dict() for state in list(self.states.values())]
 
 
 def _first_line(err: object) -> str:

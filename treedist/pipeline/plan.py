@@ -60,6 +60,9 @@ class ClusterPlan:
     checkpoint: str  # this query's checkpoint directory
     legacy_checkpoints: Mapping[int, str]  # level -> the per-(cluster, level) checkpoint of old
     max_tasks: int = 2
+    # Worker mode (treedist.control): a JSON file {level: target} the planner reads before
+    # every batch, so a target switch takes effect at the next batch without a restart.
+    live_targets: str | None = None
     min_records_per_task: int = MIN_RECORDS_PER_TASK
     poll_timeout_s: float = 120.0
     metadata_timeout_s: float = 30.0
@@ -106,7 +109,7 @@ def legacy_checkpoint(deployment: "Deployment", dist: "Distributor") -> str:
     return str(checkpoint_root(deployment) / dist.name)
 
 
-def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2) -> ClusterPlan:
+def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, live_targets: str | None = None) -> ClusterPlan:
     """The plan of `cluster`'s query (driver). Producer settings cover every leaf of every
     sibling subtree, so a target can be switched to any of them without a new plan."""
     dists = deployment.topology().distributors[cluster]
@@ -131,6 +134,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2) -> 
         checkpoint=str(checkpoint_root(deployment) / "messages" / cluster),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
         max_tasks=max_tasks,
+        live_targets=live_targets,
     )
 
 

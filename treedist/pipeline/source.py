@@ -92,6 +92,7 @@ class DistributorReader(DataSourceStreamReader):
         self._misfits: set[str] = set()
         self._targets: dict[str, object] = {}  # target cluster -> OffsetReader (driver only)
         self._waiting: set[str] = set()  # topics reported as waiting for their targets
+        self._live: tuple[float, dict[int, str]] = (-1.0, {})  # (mtime, level -> target) of plan.live_targets
 
     def __getstate__(self) -> dict:
         # Pickled into executors for `read`: broker clients stay on the driver.
@@ -149,7 +150,7 @@ class DistributorReader(DataSourceStreamReader):
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """Driver: the tasks of the batch (start, end] (step 3)."""
         windows = batch_windows(LevelPositions.from_dict(start), LevelPositions.from_dict(end))
-        targets = tuple((lp.level, lp.target) for lp in self.plan.levels)
+        targets = tuple(self._current_targets().items())
         groups = pack_tasks(windows, self.plan.max_tasks, self.plan.min_records_per_task)
         return [ReadTask(tuple(group), targets) for group in groups]
 
@@ -208,7 +209,7 @@ class DistributorReader(DataSourceStreamReader):
         """The partitions of `tps` that exist on every level's target (translated topic names);
         the others are logged once per topic as waiting."""
         ready = set(tps)
-        for target in sorted({lp.target for lp in self.plan.levels}):
+        for target in sorted(set(self._current_targets().values())):
             names = {tp.topic: self.plan.naming.translate(self.plan.cluster, tp.topic, target) for tp in tps}
             wanted = {n for n in names.values() if n is not None}
             there = set(self._target_reader(target).partitions(lambda name: name in wanted))
@@ -226,6 +227,34 @@ class DistributorReader(DataSourceStreamReader):
             self._waiting.discard(topic)
             log.info("cluster %s: topic %s is on every target; distributing it", self.plan.cluster, topic)
         return ready
+
+    def _current_targets(self) -> dict[int, str]:
+        """Level -> target for the next batch: the plan's, or, in worker mode, what the live
+        targets file says now (read again only when it changed). A target outside its
+        level's sibling subtree is refused (logged) and the plan's is kept."""
+        chosen = {lp.level: lp.target for lp in self.plan.levels}
+        if not self.plan.live_targets:
+            return chosen
+        import json
+        import os
+
+        try:
+            mtime = os.stat(self.plan.live_targets).st_mtime_ns
+        except FileNotFoundError:
+            return chosen
+        if mtime != self._live[0]:
+            with open(self.plan.live_targets, encoding="utf-8") as f:
+                wanted = {int(level): target for level, target in json.load(f).items()}
+            for lp in self.plan.levels:
+                target = wanted.get(lp.level, lp.target)
+                if target not in lp.subtree:
+                    log.error("%s: live target %r is not a leaf of its sibling subtree %s; keeping %s",
+                              lp.name, target, list(lp.subtree), lp.target)
+                    wanted[lp.level] = lp.target
+                elif target != self._live[1].get(lp.level, lp.target):
+                    log.info("%s: copies go to %s from the next batch on", lp.name, target)
+            self._live = (mtime, wanted)
+        return {level: self._live[1].get(level, target) for level, target in chosen.items()}
 
     def _target_reader(self, target: str):
         if target not in self._targets:
