@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.fixtures.clusters", "tests.fixtures.spark"]
+pytest_plugins = ["tests.fixtures.clusters", "tests.fixtures.spark", "tests.fixtures.etcd"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -47,11 +47,15 @@ def run(
     drain_timeout: float = typer.Option(180.0, "--drain-timeout", help="Demo only: seconds to wait for distributors to catch up before verifying."),
     metrics_port: int = typer.Option(0, "--metrics-port", help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: off)."),
     ui_port: int = typer.Option(0, "--ui-port", help="Serve the live web view on 127.0.0.1:PORT (0: off)."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Demo only: control-plane workers to start (kill one "
+                                                            "to see its units fail over to the others)."),
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
     """Run all distributors (one streaming query per source cluster, reading each record once
-    for all of its levels) until Ctrl-C, SIGTERM or --duration.
+    for all of its levels) until Ctrl-C, SIGTERM or --duration. With -c, in this process (a
+    deployment with a control section runs on `treedist worker`s instead); without -c, the
+    embedded demo runs through the control plane: local etcd and --workers worker processes.
 
     SIGTERM and SIGINT stop cleanly (batches settle, queries stop, local clusters stop; the
     demo still drains and verifies); a second signal forces. Exit 0 (130 after SIGINT); the
@@ -61,11 +65,18 @@ def run(
     ops = Ops(metrics_port, ui_port, setup_logging(log_level, log_file), str(config or ""))
     with StopSignals() as signals:
         if config is not None:
-            failed = _run_deployment(load(config), duration, signals, ops)
+            deployment = load(config)
+            if deployment.control is not None:
+                from treedist.control.errors import ControlError
+
+                raise ControlError(f"{config}: control: this deployment runs on the control plane: start it with "
+                                   f"`treedist worker -c {config}` (one or more), or remove the control section")
+            failed = _run_deployment(deployment, duration, signals, ops)
             if failed:
                 console.print(f"[red]links over their restart budget at the end:[/] {', '.join(failed)}")
             raise typer.Exit(signals.exit_code(clean=not failed))
-        clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout, signals, ops)
+        clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout, signals, ops,
+                          workers=workers, log_level="debug" if log_level == "debug" else "info")
         raise typer.Exit(signals.exit_code(clean))
 
 
@@ -141,16 +152,26 @@ def _run_deployment(deployment: Deployment, duration: float | None, signals: Sto
 
 
 def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, drain_timeout: float,
-              signals: StopSignals, ops: Ops) -> bool:
-    from treedist.verify import verify_topic
+              signals: StopSignals, ops: Ops, workers: int = 1, log_level: str = "warning") -> bool:
+    """The embedded demo, through the control plane: local clusters, registries and etcd;
+    `workers` `treedist worker` processes (each its own Spark application) take the
+    deployment's units from the leader; events flow, a consumer group switches clusters,
+    then the workers stop, and every cluster is verified."""
     from treedist.cli.verify_cmd import print_report
+    from treedist.control.etcd import EtcdClient
+    from treedist.control.keys import Keys
+    from treedist.local.etcd import start_etcd
+    from treedist.local.workers import LocalWorkers
+    from treedist.ops.serve import serve
+    from treedist.ops.snapshot import StatusSource
+    from treedist.verify import verify_topic
 
     clusters_dir = state_dir / "clusters"
     previous = LocalClusters.load(clusters_dir)  # left running by an earlier --keep-clusters
     if previous:
         previous.stop()
     shutil.rmtree(state_dir, ignore_errors=True)
-    console.print(f"starting 4 local clusters in {state_dir} ...")
+    console.print(f"starting 4 local clusters and etcd in {state_dir} ...")
     with ExitStack() as stack:
         clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], clusters_dir)
         if keep_clusters:
@@ -159,38 +180,56 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         else:
             stack.callback(clusters.stop)
             signals.on_force(lambda: clusters.stop(grace=0.5))
+        etcd = start_etcd(state_dir / "etcd")
+        stack.callback(etcd.stop)
+        signals.on_force(lambda: etcd.stop(grace=0.5))
         ports = avro_demo.registry_ports(clusters.names)
+        config_path = state_dir / "deployment.yaml"
         spec = write_local_deployment(
-            state_dir / "deployment.yaml",
+            config_path,
             clusters.bootstrap,
             topics=[DEMO_TOPIC],
-            checkpoint_location=str(state_dir / "checkpoints"),
+            checkpoint_location=str((state_dir / "checkpoints").resolve()),
             offsets={"margin": "5s", "poll_interval": "1s"},  # a short demo: a small margin
             schemas={"primary": "c1", "registries": {c: f"http://127.0.0.1:{p}" for c, p in ports.items()}},
+            control={"etcd": [etcd.client_url], "lease_ttl": "6s"},
         )
-        deployment = parse_deployment(spec, source=str(state_dir / "deployment.yaml"))
+        deployment = parse_deployment(spec, source=str(config_path))
+        check_clients(deployment)  # one line naming cluster and key, before any worker starts
         registries = avro_demo.start_registries(deployment)  # Avro events: IDs from c1, distributed
         for server in registries.values():
             stack.callback(server.stop)
         for name, cluster in deployment.clusters.items():
             ensure_topics(name, admin_client(cluster.client_config()), {DEMO_TOPIC: partitions})
-        distributors = len(deployment.topology().all_distributors())
+        control = EtcdClient([etcd.client_url])
+        stack.callback(control.close)
+        keys = Keys(deployment.control.prefix)
         console.print(
-            f"deployment written to {state_dir / 'deployment.yaml'}; starting Spark, one query per cluster "
-            f"({len(deployment.clusters)} queries, {distributors} distributors) ..."
+            f"deployment written to {config_path}; starting {workers} worker{'s' if workers > 1 else ''} "
+            f"(etcd {etcd.client_url}); the leader assigns the units: one query per cluster, the offset "
+            "jobs, topic sync and the schema distributor ..."
         )
-        with ExitStack() as app_stack:
+        clients = {name: c.client_config() for name, c in deployment.clusters.items()}
+        counters = {name: OffsetReader(conf, cluster=name, timeout_s=5.0) for name, conf in clients.items()}
+        with ExitStack() as work_stack:
+            pool = LocalWorkers(config_path, state_dir / "workers", log_level=log_level)
+            work_stack.callback(pool.stop_all)
+            signals.on_force(pool.force)
             try:
-                app = _start_app(app_stack, deployment, signals, replace(ops, config_path=str(state_dir / "deployment.yaml")))
+                for i in range(workers):
+                    pool.start(f"w{i + 1}")
+                pool.wait_ready()
+                _await_units(control, keys, len(deployment_units(deployment)), signals)
             except StopRequested as stop:
                 console.print(f"{stop} while starting: stopping; nothing to verify")
                 return False
-            clients = {name: c.client_config() for name, c in deployment.clusters.items()}
-            counters = {name: OffsetReader(conf, cluster=name, timeout_s=5.0) for name, conf in clients.items()}
+            source = StatusSource(deployment, config_path=str(config_path), recent_errors=ops.recent_errors)
+            for what, url in serve(work_stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port).items():
+                console.print(f"{what}: {url}")
             workload = DemoWorkload(clients, DEMO_TOPIC, rate,
                                     serialize=avro_demo.serializer(deployment.schemas.registries["c1"], DEMO_TOPIC))
             workload.start()
-            app_stack.callback(workload.stop)
+            work_stack.callback(workload.stop)
             switch = GroupSwitch(clients, DEMO_TOPIC)  # consumes on c1, switches to c3 mid-run
             switch.start()
             switch_at = time.monotonic() + (duration / 2 if duration else 30.0)
@@ -199,21 +238,23 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
                     for _ in _ticks(duration):
                         if time.monotonic() >= switch_at:
                             switch.switch()
-                        app.check()
-                        live.update(_demo_view(app, workload, _received(counters)))
+                        live.update(_demo_view(_control(control, keys), workload, _received(counters)))
                 except StopRequested as stop:
                     console.print(f"{stop}: stopping the producers, then draining and verifying ...")
                 workload.stop()
                 console.print(f"stopped producing after {workload.total} events; waiting for the distributors to catch up ...")
                 deadline = time.monotonic() + drain_timeout
                 while time.monotonic() < deadline:
-                    app.check()
                     received = _received(counters)
-                    live.update(_demo_view(app, workload, received))
-                    if all(r >= workload.total for r in received.values()) and app.idle():
+                    live.update(_demo_view(_control(control, keys), workload, received))
+                    if all(r >= workload.total for r in received.values()):
                         break
                     time.sleep(1)
             moved = switch.finish(workload.total)
+            console.print("stopping the workers (batches settle, units are released) ...")
+            codes = pool.stop_all()
+            if any(code != 0 for code in codes.values()):
+                console.print(f"[red]workers did not stop cleanly:[/] {codes}")
         report = verify_topic(deployment, DEMO_TOPIC)
         console.print(f"\nverification of '{DEMO_TOPIC}' after {workload.total} events:")
         print_report(report)
@@ -230,6 +271,38 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         return report.ok and moved.missed == 0 and not any(d.failures for d in decoded)
 
 
+def deployment_units(deployment: Deployment) -> list[str]:
+    from treedist.control.units import units_of
+
+    return [unit.id for unit in units_of(deployment)]
+
+
+def _await_units(control, keys, total: int, signals: StopSignals, timeout_s: float = 180.0) -> None:
+    """Print each unit as a worker starts it, until every unit runs (start-up progress)."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        snap = _control(control, keys)
+        for unit in snap.get("units", []):
+            if unit["running_on"] and unit["unit"] not in seen:
+                seen.add(unit["unit"])
+                console.print(f"unit {len(seen)} of {total} ({unit['unit']}) runs on worker {unit['running_on']}")
+        if len(seen) >= total:
+            return
+        time.sleep(0.5)
+    console.print(f"[yellow]{total - len(seen)} unit(s) not running after {timeout_s:.0f} s; going on[/]")
+
+
+def _control(control, keys) -> dict:
+    from treedist.control.errors import ControlError
+    from treedist.control.status import control_snapshot
+
+    try:
+        return control_snapshot(control, keys)
+    except ControlError as err:
+        return {"error": str(err), "workers": [], "units": []}
+
+
 def _ticks(duration: float | None):
     started = time.monotonic()
     while duration is None or time.monotonic() - started < duration:
@@ -242,7 +315,7 @@ def _received(counters) -> dict[str, int]:
     return {name: reader.record_count(DEMO_TOPIC) for name, reader in counters.items()}
 
 
-def _demo_view(app, workload: DemoWorkload, received: dict[str, int]) -> Group:
+def _demo_view(control: dict, workload: DemoWorkload, received: dict[str, int]) -> Group:
     expected = workload.total
     table = Table(title=f"demo topic '{DEMO_TOPIC}': every event must reach every cluster once")
     for col in ("cluster", "produced here", "received", "expected", "behind"):
@@ -250,7 +323,29 @@ def _demo_view(app, workload: DemoWorkload, received: dict[str, int]) -> Group:
     for name, count in received.items():
         behind = expected - count
         table.add_row(name, str(workload.delivered[name]), str(count), str(expected), str(behind), style="red" if behind < 0 else None)
-    return Group(table, _distributor_table(app.progress()))
+    return Group(table, *_control_tables(control))
+
+
+def _control_tables(control: dict) -> list[Table]:
+    """Workers (leader, units, CPU, RSS) and units (worker, state, rate, lag), from etcd."""
+    workers = Table(title=f"workers (leader: {control.get('leader') or '-'})" + (f" [red]{control['error']}[/]" if control.get("error") else ""))
+    for col in ("worker", "leader", "units", "cpu", "rss MiB"):
+        workers.add_column(col, justify="right")
+    for w in control.get("workers", []):
+        workers.add_row(w["name"], "yes" if w["leader"] else "", str(len(w["units"])),
+                        f"{w['cpu']:.2f}" if w.get("cpu") is not None else "-",
+                        str(int(w["rss_bytes"] / 2**20)) if w.get("rss_bytes") else "-")
+    units = Table(title="units")
+    for col in ("unit", "worker", "state", "records/s", "lag"):
+        units.add_column(col, justify="right")
+    for u in control.get("units", []):
+        units.add_row(u["unit"], u["running_on"] or f"({u['assigned_to'] or '-'})", u["state"],
+                      _num(u.get("records_per_s")), _num(u.get("lag_records")))
+    return [workers, units]
+
+
+def _num(value) -> str:
+    return "-" if value is None else str(value)
 
 
 def _distributor_table(rows: list[dict]) -> Table:

@@ -47,6 +47,8 @@ def status(
             snap = StatusSource(deployment, config_path=str(config)).refresh()
         finally:
             ours.setLevel(level)
+        if deployment.control is not None:
+            snap["control"] = _control_status(deployment)
         print_json(snap) if as_json else print_status(snap)
         return
     from treedist.ops.serve import serve
@@ -80,6 +82,45 @@ def print_status(snap: dict) -> None:
     down = [f"{name} ({c['error']})" for name, c in snap["clusters"].items() if not c["reachable"]]
     if down:
         console.print("[red]unreachable:[/] " + "; ".join(down))
+    if "control" in snap:
+        print_control(snap["control"])
+
+
+def _control_status(deployment) -> dict:
+    """The control plane's part of the status (treedist.control.status), or its error."""
+    from treedist.control.errors import ControlError
+    from treedist.control.etcd import EtcdClient
+    from treedist.control.keys import Keys
+    from treedist.control.status import control_snapshot
+
+    client = EtcdClient(list(deployment.control.etcd), attempts=1)
+    try:
+        return control_snapshot(client, Keys(deployment.control.prefix))
+    except ControlError as err:
+        return {"error": str(err).splitlines()[0], "workers": [], "units": []}
+    finally:
+        client.close()
+
+
+def print_control(control: dict) -> None:
+    if control.get("error"):
+        console.print(f"[red]control plane:[/] {control['error']}")
+        return
+    workers = Table(title=f"workers of deployment {control.get('deployment_id') or '?'} (leader: {control.get('leader') or 'none'})")
+    for col in ("worker", "labels", "leader", "lease age s", "cpu", "rss MiB", "units"):
+        workers.add_column(col, justify="right")
+    for w in control["workers"]:
+        workers.add_row(w["name"], ",".join(f"{k}={v}" for k, v in sorted(w["labels"].items())) or "-",
+                        "yes" if w["leader"] else "", _num(w["lease_age_s"]), _num(w["cpu"]),
+                        _num(int(w["rss_bytes"] / 2**20) if w.get("rss_bytes") else None), " ".join(w["units"]) or "-")
+    console.print(workers)
+    units = Table(title="units")
+    for col in ("unit", "assigned to", "running on", "state", "records/s", "bytes/s", "lag records"):
+        units.add_column(col, justify="right")
+    for u in control["units"]:
+        units.add_row(u["unit"], _num(u["assigned_to"]), _num(u["running_on"]), u["state"], _num(u["records_per_s"]),
+                      _num(u["bytes_per_s"]), _num(u["lag_records"]))
+    console.print(units)
 
 
 def _num(value: object) -> str:

@@ -12,6 +12,11 @@ from treedist.config.model import Deployment
 
 
 def load_deployment(path: str | Path) -> Deployment:
+    return parse_deployment(load_spec(path), source=str(path))
+
+
+def load_spec(path: str | Path) -> object:
+    """The deployment file as YAML gives it (not validated; duplicate keys refused)."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -23,7 +28,7 @@ def load_deployment(path: str | Path) -> Deployment:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     except RecursionError:
         raise ConfigError(f"{path}: a YAML alias refers to itself") from None
-    return parse_deployment(raw, source=str(path))
+    return raw
 
 
 def _reject_duplicate_keys(node: yaml.Node | None, where: str, source: str, seen_nodes: set[int] | None = None) -> None:

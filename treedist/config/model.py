@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from treedist.config.control import ControlConfig
 from treedist.config.durations import Duration
 from treedist.config.errors import ConfigError
 from treedist.config.offsets import OffsetsConfig
@@ -81,6 +82,9 @@ class ClusterConfig(Frozen):
     client: dict[str, ClientValue] = Field(default_factory=dict)
     topic_format: StrictStr = DEFAULT_FORMAT
     vars: dict[StrictStr, VarValue] = Field(default_factory=dict, validate_default=True)
+    # Control plane: units of this cluster prefer workers with the same labels (e.g. dc: eu1).
+    labels: dict[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")],
+                 Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")]] = Field(default_factory=dict)
 
     @field_validator("topic_format")
     @classmethod
@@ -372,6 +376,7 @@ class Deployment(Frozen):
     targets: Targets = ()
     offsets: OffsetsConfig = OffsetsConfig()
     schemas: SchemasConfig | None = None
+    control: ControlConfig | None = None  # the control plane on etcd (treedist worker)
 
     @property
     def target_overrides(self) -> tuple[TargetOverride, ...]:

@@ -1,0 +1,69 @@
+"""`treedist config set` paths and values (treedist.control.live.set_values), pure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, strategies as st
+
+from treedist.config import ConfigError, parse_deployment
+from treedist.control.errors import ControlError
+from treedist.control.live import set_values
+
+SPEC = {
+    "clusters": {"c1": {"bootstrap_servers": "a:1", "client": {"sasl.mechanism": "PLAIN"}},
+                 "c2": {"bootstrap_servers": "b:1"}, "c3": {"bootstrap_servers": "c:1"}, "c4": {"bootstrap_servers": "d:1"}},
+    "tree": {"level": 3, "children": [{"level": 1, "children": ["c1", "c2"]}, {"level": 1, "children": ["c3", "c4"]}]},
+    "topics": {"names": ["orders"]},
+    "targets": [],
+}
+
+
+def test_a_target_switch_on_a_list_of_overrides_becomes_the_mapping_form_and_validates():
+    spec = set_values(SPEC, ["targets.overrides=[{cluster: c1, level: 3, target: c4}]"])
+    assert spec["targets"] == {"overrides": [{"cluster": "c1", "level": 3, "target": "c4"}]}
+    deployment = parse_deployment(spec)
+    assert {d.name: d.target for d in deployment.topology().all_distributors()}["c1-L3"] == "c4"
+    assert SPEC["targets"] == []  # the input is not changed
+
+
+def test_scalars_nested_keys_dotted_keys_list_items_and_removal():
+    spec = set_values(SPEC, [
+        "distributor.trigger_interval=500 milliseconds",
+        "clusters.c1.client.sasl.mechanism=SCRAM-SHA-512",
+        "topics.names[1]=payments",
+        "topics.names[0]=invoices",
+        "clusters.c2.client=",
+    ])
+    assert spec["distributor"] == {"trigger_interval": "500 milliseconds"}
+    assert spec["clusters"]["c1"]["client"] == {"sasl.mechanism": "SCRAM-SHA-512"}  # one key with dots, not a path
+    assert spec["topics"]["names"] == ["invoices", "payments"]
+    assert "client" not in spec["clusters"]["c2"]
+
+
+def test_an_invalid_change_is_refused_by_the_loader_naming_the_field():
+    spec = set_values(SPEC, ["targets.overrides=[{cluster: c1, level: 3, target: c2}]"])  # c2 is not in c1's sibling subtree
+    with pytest.raises(ConfigError) as err:
+        parse_deployment(spec, source="etcd:/treedist/config")
+    assert str(err.value).startswith("etcd:/treedist/config: targets")
+
+
+@pytest.mark.parametrize("change, says", [
+    ("distributor", "expected PATH=VALUE"),
+    ("=3", "expected PATH=VALUE"),
+    ("topics.names[5]=x", "topics.names[5]: names[5] does not exist"),
+    ("topics.names.x=1", "is inside a list"),
+    ("distributor.trigger_interval=[unclosed", "the value is not YAML"),
+])
+def test_malformed_changes_name_what_is_wrong(change, says):
+    with pytest.raises(ControlError) as err:
+        set_values(SPEC, [change])
+    assert says in str(err.value)
+
+
+@given(st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), st.integers() | st.text(max_size=5), max_size=4))
+def test_invariant_setting_then_reading_gives_the_value_and_leaves_the_rest(values):
+    spec = set_values(SPEC, [f"extra.{k}={json.dumps(v)}" for k, v in values.items()])  # JSON is YAML
+    assert spec["extra"] == values if values else "extra" not in spec
+    assert {k: v for k, v in spec.items() if k != "extra"} == SPEC

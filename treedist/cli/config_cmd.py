@@ -1,0 +1,83 @@
+"""`treedist config set|show|push`: the deployment as live config in etcd
+(treedist.control.live). Workers follow a change without a restart: a target switch at the
+next micro-batch, other changes by restarting only the units they concern."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from treedist.cli.common import ConfigOption, JsonOption, console, print_json
+from treedist.control.errors import ControlError
+
+config_app = typer.Typer(help="The deployment as live config in etcd (control plane).", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(config_app, name="config")
+
+
+def _client(config: Path):
+    from treedist.config import load_deployment
+    from treedist.control.etcd import EtcdClient
+    from treedist.control.keys import Keys
+
+    deployment = load_deployment(config)
+    if deployment.control is None:
+        raise ControlError(f"{config}: control: no control section; `treedist config` changes the live config in etcd")
+    return EtcdClient(list(deployment.control.etcd)), Keys(deployment.control.prefix)
+
+
+@config_app.command("set")
+def set_(
+    config: Path = ConfigOption,
+    changes: list[str] = typer.Argument(..., help="PATH=VALUE (YAML value), e.g. "
+                                                  "'targets.overrides=[{cluster: c1, level: 3, target: c4}]'"),
+) -> None:
+    """Change the live deployment: validated like the deployment file (an invalid change is
+    refused, naming the field, and nothing is written)."""
+    from treedist.control import live
+
+    client, keys = _client(config)
+    try:
+        _, revision = live.change(client, keys, changes)
+    finally:
+        client.close()
+    console.print(f"live config updated (etcd revision {revision}): {', '.join(changes)}")
+
+
+@config_app.command("show")
+def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
+    """The live deployment (credentials masked)."""
+    import yaml
+
+    from treedist.control import live
+
+    client, keys = _client(config)
+    try:
+        kv = client.get(keys.config)
+    finally:
+        client.close()
+    if kv is None:
+        raise ControlError(f"no deployment in etcd under {keys.config}: start a worker, or store one with `treedist config push`")
+    masked = live.load(kv, keys).model_dump(mode="json", exclude_defaults=True)
+    if as_json:
+        print_json({"revision": kv.mod_revision, "deployment": masked})
+    else:
+        console.print(f"# {live.source_name(keys)} at revision {kv.mod_revision}")
+        console.print(yaml.safe_dump(masked, sort_keys=False).rstrip(), markup=False, highlight=False)
+
+
+@config_app.command("push")
+def push(config: Path = ConfigOption) -> None:
+    """Replace the live deployment with the file's (validated first)."""
+    from treedist.config import load_spec
+    from treedist.control import live
+
+    client, keys = _client(config)
+    try:
+        _, revision = live.replace(client, keys, load_spec(config), expected=None)
+    finally:
+        client.close()
+    console.print(f"live config replaced by {config} (etcd revision {revision})")

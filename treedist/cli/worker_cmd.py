@@ -1,0 +1,69 @@
+"""`treedist worker`: one worker of a deployment's control plane (treedist.control.worker):
+registers in etcd, runs the units the leader assigns it, leads when elected."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from contextlib import ExitStack
+from pathlib import Path
+
+import typer
+
+from treedist.cli.common import ConfigOption, console
+from treedist.cli.status_cmd import LogFileOption, LogLevelOption
+from treedist.control.errors import ControlError
+
+_LABEL = re.compile(r"^([A-Za-z0-9._-]+)=([A-Za-z0-9._-]+)$")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(worker)
+
+
+def worker(
+    config: Path = ConfigOption,
+    name: str = typer.Option(None, "--name", help="This worker's name, unique in the deployment (default: host-pid)."),
+    label: list[str] = typer.Option([], "--label", help="KEY=VALUE, repeatable (e.g. dc=eu1): units whose source "
+                                                        "cluster has the same labels prefer this worker."),
+    state_dir: Path = typer.Option(Path(".treedist/worker"), "--state-dir", help="Local files of this worker."),
+    connect_timeout: float = typer.Option(None, "--connect-timeout", help="Give up when etcd has not answered for "
+                                                                          "this many seconds (default: keep retrying)."),
+    status_port: int = typer.Option(0, "--status-port", help="Serve this worker's own view on "
+                                                             "127.0.0.1:PORT/api/worker (0: off)."),
+    log_level: str = LogLevelOption,
+    log_file: Path = LogFileOption,
+) -> None:
+    """Run one worker until SIGTERM or Ctrl-C: its units stop cleanly (batches settle), its
+    leadership and lease are given back, so the others take over at once."""
+    from treedist.config import load_spec
+    from treedist.control.view import ViewServer
+    from treedist.control.worker import Worker, WorkerOptions
+    from treedist.ops.logs import setup_logging
+    from treedist.pipeline.lifecycle import StopRequested, StopSignals
+
+    setup_logging(log_level, log_file)
+    labels = {}
+    for item in label:
+        match = _LABEL.match(item)
+        if not match:
+            raise ControlError(f"--label {item!r}: expected KEY=VALUE with [A-Za-z0-9._-] on both sides, e.g. dc=eu1")
+        labels[match.group(1)] = match.group(2)
+    name = name or f"{socket.gethostname()}-{os.getpid()}"
+    options = WorkerOptions(name=name, labels=labels, state_dir=state_dir.resolve(), connect_timeout_s=connect_timeout)
+    with StopSignals() as signals, ExitStack() as stack:
+        node = Worker(load_spec(config), str(config), options, stopping=lambda: signals.received is not None)
+        stack.callback(node.stop)
+        try:
+            node.start()
+            signals.reinstall()  # Spark put its own SIGINT handler in place
+            if status_port:
+                view = ViewServer(node.view, status_port).start()
+                stack.callback(view.stop)
+                console.print(f"worker view: {view.url}")
+            console.print(f"worker {name} ({node.deployment_id}) running; stop with Ctrl-C or SIGTERM")
+            node.run()
+        except StopRequested as stop:
+            console.print(f"{stop}: worker {name} stopping (units settle and are handed over) ...")
+    raise typer.Exit(signals.exit_code())

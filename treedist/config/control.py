@@ -1,0 +1,75 @@
+"""The `control:` section of a deployment: the control plane on etcd (treedist.control).
+
+```yaml
+control:
+  etcd: ["http://127.0.0.1:2379"]   # etcd's client URLs (its v3 JSON gateway)
+  prefix: /treedist                 # every key of this deployment lives under it
+  lease_ttl: 10s                    # a worker that stops renewing loses its units after this
+  report_interval: 2s               # load reports
+  resync_interval: 30s              # full re-read of etcd by each worker's metadata cache
+  strategy: fair                    # fair (unit count) | balanced (records/s, CPU, memory)
+  rebalance: {threshold: 0.25, cooldown: 60s, max_moves_per_hour: 12}
+  affinity: true                    # prefer workers whose labels match the source cluster's labels
+```
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+
+from treedist.config.durations import Duration
+
+_URL = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+:\d{1,5}/?$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RebalanceConfig(_Frozen):
+    threshold: float = Field(default=0.25, gt=0)  # coefficient of variation of worker loads
+    cooldown: Duration = 60.0
+    max_moves_per_hour: int = Field(default=12, ge=0)
+
+
+class ControlConfig(_Frozen):
+    etcd: tuple[str, ...] = Field(min_length=1)
+    prefix: str = "/treedist"
+    lease_ttl: Duration = 10.0
+    report_interval: Duration = 2.0
+    resync_interval: Duration = 30.0
+    strategy: Literal["fair", "balanced"] = "fair"
+    rebalance: RebalanceConfig = RebalanceConfig()
+    affinity: StrictBool = True
+
+    @field_validator("etcd")
+    @classmethod
+    def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for url in value:
+            if not _URL.match(url):
+                raise ValueError(f"{url!r} is not an etcd client URL like http://127.0.0.1:2379")
+        return value
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if not value.startswith("/") or value.endswith("/") or "//" in value or not re.fullmatch(r"[A-Za-z0-9/._-]+", value):
+            raise ValueError(f"{value!r}: a key prefix starts with '/', does not end with '/', and uses [A-Za-z0-9/._-]")
+        return value
+
+    @field_validator("lease_ttl")
+    @classmethod
+    def _ttl(cls, value: float) -> float:
+        if value < 2:
+            raise ValueError(f"at least 2 s (etcd's leases count whole seconds), got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _reports_within_the_lease(self) -> "ControlConfig":
+        if self.report_interval >= self.lease_ttl / 2:
+            raise ValueError(f"report_interval ({self.report_interval:g} s) must be below half the lease_ttl "
+                             f"({self.lease_ttl:g} s), or load reports look stale to the leader")
+        return self

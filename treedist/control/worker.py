@@ -1,0 +1,319 @@
+"""A treedist worker: one process with one Spark application, running the units the leader
+assigns to it (`treedist worker`; everything here runs in the worker's driver process).
+
+Start (`start`):
+
+1. connect to etcd (bounded retries with backoff; one line per attempt naming the endpoint);
+2. the deployment id, generated once per prefix; the deployment stored as live config
+   (seeded from the file when etcd has none; when etcd has one, etcd's is used and a file
+   that differs is reported);
+3. the metadata cache (watch + periodic resync) and the membership (lease, registration);
+4. client settings checked, then Spark started and the distribution application begun with
+   no unit (`DistributionApp.begin`).
+
+Loop (`step`, every `tick_s` and whenever the cache changes):
+
+1. a new stored deployment is validated and applied live (`DistributionApp.apply`); an
+   invalid one (only possible when written around `treedist config`) is reported and the
+   current one kept;
+2. no leader key: campaign; leading: one round of the load manager (at most every
+   `manage_every_s`);
+3. the unit runner reconciles this worker's units with its assignments (claims, starts,
+   stops; fenced when the lease is not valid);
+4. every `report_interval`: the load report (per unit: records/s, bytes/s, lag; process tree
+   CPU and RSS; leader or not) under `load/<name>`, bound to the lease;
+5. the application's own supervision (`DistributionApp.check`).
+etcd being unreachable skips steps 2-4 (one condensed line per outage); the units keep
+running, the data path does not need etcd, until the lease would have expired (fencing).
+
+Stop (`stop`): every unit stopped (batches settle) and released, leadership resigned (a
+successor takes over at once), the lease revoked, the application and Spark stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from treedist.config import Deployment, parse_deployment
+from treedist.config.errors import ConfigError
+from treedist.control import live
+from treedist.control.cache import MetadataCache
+from treedist.control.election import Election
+from treedist.control.errors import ControlError, EtcdUnavailable
+from treedist.control.etcd import EtcdClient
+from treedist.control.identity import ensure_deployment_id
+from treedist.control.keys import Keys
+from treedist.control.manager import LoadManager
+from treedist.control.membership import Membership
+from treedist.control.procstat import CpuMeter
+from treedist.control.runner import UnitRunner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerOptions:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    state_dir: Path = Path(".treedist/worker")
+    connect_timeout_s: float | None = None  # None: retry until stopped
+    tick_s: float = 0.5
+    manage_every_s: float = 1.0
+
+
+class Worker:
+    def __init__(self, spec: Mapping[str, Any], file_name: str, options: WorkerOptions,
+                 spark_factory: Callable[[Deployment], Any] | None = None,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
+        file_deployment = parse_deployment(dict(spec), source=file_name)
+        if file_deployment.control is None:
+            raise ControlError(f"{file_name}: control: a worker needs a control section "
+                               "(control: {etcd: [http://127.0.0.1:2379]}); see docs/control-plane.md")
+        self.file_spec, self.file_name, self.options = dict(spec), file_name, options
+        self.control = file_deployment.control
+        self.keys = Keys(self.control.prefix)
+        self.client = EtcdClient(list(self.control.etcd), timeout_s=5.0, attempts=1)
+        self._spark_factory = spark_factory or _default_session
+        self._stopping = stopping
+        self._wake = threading.Event()
+        self.deployment: Deployment = file_deployment
+        self.deployment_revision = 0
+        self.deployment_id = ""
+        self.app = None
+        self.spark = None
+        self.cache: MetadataCache | None = None
+        self.membership: Membership | None = None
+        self.election: Election | None = None
+        self.manager: LoadManager | None = None
+        self.runner: UnitRunner | None = None
+        self._cpu = CpuMeter()
+        self._last_report = 0.0
+        self._last_manage = 0.0
+        self._etcd_down_since: float | None = None
+        self._rates: dict[str, tuple[float, int]] = {}
+        self.started_at = time.time()
+
+    # -- start ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._connect()  # step 1
+        self.deployment_id = ensure_deployment_id(self.client, self.control.prefix)  # step 2
+        stored, seeded = live.seed(self.client, self.keys, self.file_spec)
+        if seeded:
+            log.info("deployment %s: stored %s as the live config under %s", self.deployment_id, self.file_name, self.keys.config)
+        elif json.dumps(stored, sort_keys=True, default=str) != json.dumps(self.file_spec, sort_keys=True, default=str):
+            log.warning("the deployment in etcd (%s) differs from %s; running etcd's. Replace it with: "
+                        "treedist config push -c %s", self.keys.config, self.file_name, self.file_name)
+        self.deployment = parse_deployment(stored, source=live.source_name(self.keys))
+        self.cache = MetadataCache(self.client, self.control.prefix, self.deployment.control.resync_interval).start()  # step 3
+        self.cache.on_change(self._wake.set)
+        if not self.cache.wait_loaded(30):
+            raise ControlError(f"etcd at {', '.join(self.control.etcd)} answered but its keys could not be read in 30 s")
+        kv = self.cache.get(self.keys.config)
+        self.deployment_revision = kv.mod_revision if kv is not None else 0
+        self.membership = Membership(self.client, self.keys, self.options.name, self.options.labels,
+                                     self.deployment.control.lease_ttl)
+        self.membership.join()
+        self.election = Election(self.client, self.keys, self.options.name, self.cache, self.membership.valid)
+        self.manager = LoadManager(self.keys, self.cache, self.election)
+        from treedist.pipeline.preflight import check_clients
+        from treedist.pipeline.app import DistributionApp
+
+        check_clients(self.deployment)  # step 4
+        self.spark = self._spark_factory(self.deployment)
+        self.app = DistributionApp(self.deployment, self.spark, jobs=[], live_dir=self.options.state_dir / "live")
+        self.app.begin()
+        self.runner = UnitRunner(self.client, self.keys, self.options.name, self.cache, self.app,
+                                 lease=lambda: self.membership.lease_id, lease_valid=self.membership.valid)
+
+    def _connect(self) -> None:
+        started, attempt, backoff = time.monotonic(), 0, 1.0
+        while True:
+            attempt += 1
+            try:
+                self.client.status()
+                if attempt > 1:
+                    log.info("etcd at %s answers (attempt %d)", ", ".join(self.control.etcd), attempt)
+                return
+            except EtcdUnavailable as err:
+                waited = time.monotonic() - started
+                limit = self.options.connect_timeout_s
+                if self._stopping() or (limit is not None and waited + backoff > limit):
+                    raise ControlError(f"{_first_line(err)}; gave up after {attempt} attempts in {waited:.0f} s") from None
+                log.warning("%s; retrying in %.0f s (attempt %d)", _first_line(err), backoff, attempt)
+                deadline = time.monotonic() + backoff
+                while time.monotonic() < deadline and not self._stopping():
+                    time.sleep(0.1)
+                backoff = min(30.0, backoff * 2)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self, until: Callable[[], bool] = lambda: False) -> None:
+        while not until() and not self._stopping():
+            self._wake.wait(self.options.tick_s)
+            self._wake.clear()
+            self.step()
+
+    def step(self) -> None:
+        try:
+            self._apply_config()  # step 1
+            if self.membership.valid():
+                self._lead()  # step 2
+            self.runner.reconcile()  # step 3
+            self._report()  # step 4
+            if self._etcd_down_since is not None:
+                log.info("etcd answers again after %.0f s", time.monotonic() - self._etcd_down_since)
+                self._etcd_down_since = None
+        except EtcdUnavailable as err:
+            if self._etcd_down_since is None:
+                self._etcd_down_since = time.monotonic()
+                log.warning("%s; units keep running (the data path does not need etcd) while the lease "
+                            "holds; leading and assignment changes wait", _first_line(err))
+            if not self.membership.valid():
+                self.runner.reconcile()  # fencing needs no etcd: stop every unit
+        except ControlError as err:
+            log.warning("control plane: %s", _first_line(err))
+        self.app.check()  # step 5
+
+    def _apply_config(self) -> None:
+        kv = self.cache.get(self.keys.config)
+        if kv is None or kv.mod_revision == self.deployment_revision:
+            return
+        revision = kv.mod_revision
+        try:
+            deployment = live.load(kv, self.keys)
+        except (ConfigError, ControlError) as err:
+            log.error("the live config at revision %d is invalid, keeping the current one: %s", revision, err)
+            self.deployment_revision = revision
+            return
+        changed = self.app.apply(deployment)
+        self.deployment, self.deployment_revision = deployment, revision
+        log.info("live config revision %d applied%s", revision,
+                 ": " + ", ".join(f"{u} ({what})" for u, what in sorted(changed.items())) if changed else " (no unit here changed)")
+
+    def _lead(self) -> None:
+        if self.election.leader() is None:
+            self.election.campaign(self.membership.lease_id)
+        if self.election.acting() and time.monotonic() - self._last_manage >= self.options.manage_every_s:
+            self._last_manage = time.monotonic()
+            self.manager.run_once(self.deployment)
+
+    def _report(self) -> None:
+        now = time.monotonic()
+        if now - self._last_report < self.deployment.control.report_interval or not self.membership.valid():
+            return
+        self._last_report = now
+        self.client.put(self.keys.load(self.options.name), json.dumps(self.load_report()), lease=self.membership.lease_id)
+
+    # -- what it tells ----------------------------------------------------------------------
+
+    def load_report(self) -> dict:
+        cores, rss = self._cpu.sample()
+        return {
+            "worker": self.options.name, "at": time.time(), "cpu": cores, "rss_bytes": rss,
+            "leader": bool(self.election and self.election.term), "term": self.election.term if self.election else 0,
+            "units": self.unit_loads(), "waiting": dict(self.runner.waiting) if self.runner else {},
+            "errors": dict(self.runner.errors) if self.runner else {},
+            "config_revision": self.deployment_revision,
+        }
+
+    def unit_loads(self) -> dict[str, dict]:
+        """Per started unit: state, records/s and bytes/s since the previous report, lag."""
+        out = {}
+        now = time.monotonic()
+        for unit in self.app.units():
+            entry: dict[str, Any] = {"since": self.runner.started.get(unit) if self.runner else None,
+                                     "records_per_s": 0.0, "bytes_per_s": 0.0, "lag_records": None, "state": "running"}
+            kind, _, cluster = unit.partition("/")
+            run = self.app.running.get(f"{cluster}-messages") if kind == "messages" else None
+            if run is not None:
+                counts = run.counters.snapshot()
+                first = counts[run.plan.levels[0].name]
+                read, nbytes = first["records_in"], first.get("bytes", 0)
+                then, read_then, bytes_then = self._rates.get(unit, (0.0, read, nbytes))
+                if then and now > then:
+                    entry["records_per_s"] = round((read - read_then) / (now - then), 1)
+                    entry["bytes_per_s"] = round((nbytes - bytes_then) / (now - then), 1)
+                self._rates[unit] = (now, read, nbytes)
+                entry["lag_records"] = query_lag(run.query)
+                entry["state"] = run.supervision.state.value
+            out[unit] = entry
+        return out
+
+    def view(self) -> dict:
+        """This worker's own view (`/api/worker`): what it believes and does, with history."""
+        return {
+            "worker": self.options.name, "labels": dict(self.options.labels), "deployment_id": self.deployment_id,
+            "lease": self.membership.lease_id if self.membership else 0,
+            "lease_valid": bool(self.membership and self.membership.valid()),
+            "leader": bool(self.election and self.election.term), "term": self.election.term if self.election else 0,
+            "leader_terms": list(self.election.terms) if self.election else [],
+            "units": self.app.units() if self.app else [],
+            "runs": list(self.runner.history) if self.runner else [],
+            "waiting": dict(self.runner.waiting) if self.runner else {},
+            "config_revision": self.deployment_revision,
+            "targets": {lp.name: lp.target for run in (self.app.running.values() if self.app else []) for lp in run.plan.levels},
+        }
+
+    # -- stop -------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        if self.runner is not None:
+            try:
+                self.runner.stop_all(settle_s=10.0, release=self.membership.valid())
+            except ControlError as err:
+                log.warning("releasing units: %s (their claims go with the lease)", err)
+        if self.election is not None:
+            self.election.resign()
+        if self.membership is not None:
+            self.membership.leave()
+        if self.cache is not None:
+            self.cache.stop()
+        if self.app is not None:
+            self.app.stop()
+        if self.spark is not None:
+            self.spark.stop()
+        self.client.close()
+
+
+def query_lag(query) -> int | None:
+    """Records of the source not yet copied by every level of the query, from its last
+    progress: latest offsets (reported by the source) minus the lowest level's position."""
+    from treedist.pipeline.errors import PipelineError
+    from treedist.pipeline.positions import LevelPositions
+    from treedist.spark.errors import SparkSourceError
+    from treedist.spark.offsets import KafkaOffsets
+
+    progress = query.lastProgress or {}
+    sources = progress.get("sources") or []
+    if not sources:
+        return None
+    try:
+        end = LevelPositions.from_dict(json.loads(sources[0]["endOffset"]) if isinstance(sources[0]["endOffset"], str)
+                                       else sources[0]["endOffset"])
+        latest_raw = sources[0].get("latestOffset")
+        latest = KafkaOffsets.from_dict(json.loads(latest_raw) if isinstance(latest_raw, str) else latest_raw)
+    except (KeyError, TypeError, ValueError, PipelineError, SparkSourceError):
+        return None  # no batch yet, or a form this version does not know: unknown, not zero
+    lag = 0
+    for tp, offset in latest.positions.items():
+        start = end.window_start(tp)
+        lag += max(0, offset - (start if start is not None else offset))
+    return lag
+
+
+def _default_session(deployment: Deployment):
+    from treedist.spark.session import build_session
+
+    return build_session(deployment.spark.master, deployment.spark.app_name, deployment.spark.conf)
+
+
+def _first_line(err: object) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else repr(err)
