@@ -11,6 +11,7 @@ from treedist.cli.common import JsonOption, console, print_json
 from treedist.local import LocalClusterError, LocalClusters
 from treedist.local.launcher import pid_alive
 from treedist.local.deployment import write_local_deployment
+from treedist.local.etcd import LocalEtcd, start_etcd
 from treedist.local.registries import load_registries, planned_ports, start_registries, stop_registries
 
 DEPLOYMENT_FILE = "deployment.yaml"  # in the state dir: what the local registries read
@@ -29,12 +30,19 @@ def up(
     state_dir: Path = StateDirOption,
     write_config: Path = typer.Option(None, "--write-config", help="Also write a deployment YAML for these clusters (balanced tree)."),
     registries: bool = typer.Option(True, "--registries/--no-registries", help="Start a schema registry per cluster (c1 primary)."),
+    etcd: bool = typer.Option(True, "--etcd/--no-etcd", help="Start an etcd for the control plane (treedist worker)."),
     as_json: bool = JsonOption,
 ) -> None:
     """Start N brokers on free loopback ports (re-uses ones already running) and wait until each
-    answers; then one schema registry per cluster, their URLs in the deployment written."""
+    answers; then one schema registry per cluster and one etcd, their URLs in the deployment
+    written (`control: {etcd: [...]}`: run it with `treedist worker -c FILE`)."""
     started = LocalClusters.start([f"c{i}" for i in range(1, clusters + 1)], state_dir)
     extra: dict = {}
+    if etcd:
+        server = LocalEtcd.load(Path(state_dir) / "etcd")
+        if server is None or not server.is_ours():
+            server = start_etcd(Path(state_dir) / "etcd")
+        extra["control"] = {"etcd": [server.client_url]}
     if registries:
         ports = planned_ports(state_dir, started.names)
         extra["schemas"] = {"primary": started.names[0], "registries": {c: f"http://127.0.0.1:{p}" for c, p in ports.items()}}
@@ -57,7 +65,11 @@ def down(state_dir: Path = StateDirOption) -> None:
     clusters = _loaded(state_dir)
     registries = stop_registries(state_dir)  # before their brokers, so they stop cleanly
     clusters.stop()
-    console.print(f"stopped {len(clusters.brokers)} local clusters and {registries} registries; data kept in {state_dir}")
+    etcd = LocalEtcd.load(Path(state_dir) / "etcd")
+    if etcd is not None:
+        etcd.stop()
+    console.print(f"stopped {len(clusters.brokers)} local clusters, {registries} registries"
+                  f"{' and etcd' if etcd is not None else ''}; data kept in {state_dir}")
 
 
 def _loaded(state_dir: Path) -> LocalClusters:
@@ -70,10 +82,13 @@ def _loaded(state_dir: Path) -> LocalClusters:
 def _show(clusters: LocalClusters, as_json: bool) -> None:
     rows = clusters.status()
     registries = load_registries(clusters.base_dir)
+    etcd = LocalEtcd.load(Path(clusters.base_dir) / "etcd")
     for row in rows:
         registry = registries.get(row["name"])
         row["registry"] = registry.url if registry else None
         row["registry_running"] = bool(registry) and pid_alive(registry.pid)
+        row["etcd"] = etcd.client_url if etcd else None  # one per state dir, shown on every row
+        row["etcd_running"] = bool(etcd) and etcd.is_ours()
     if as_json:
         print_json(rows)
         return
@@ -84,3 +99,5 @@ def _show(clusters: LocalClusters, as_json: bool) -> None:
         registry = "-" if not r["registry"] else r["registry"] + ("" if r["registry_running"] else " [red](down)[/]")
         table.add_row(r["name"], r["bootstrap"], str(r["pid"]), "yes" if r["running"] else "[red]no[/]", registry, r["data_dir"])
     console.print(table)
+    if etcd is not None:
+        console.print(f"etcd: {etcd.client_url} (pid {etcd.pid}, {'running' if etcd.is_ours() else '[red]not running[/]'})")

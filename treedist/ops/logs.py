@@ -24,7 +24,7 @@ LEVELS = ("debug", "info", "warning", "error")
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 # Loggers of libraries whose INFO is noise for an operator.
 QUIET = {"py4j": logging.WARNING, "pyspark": logging.WARNING, "uvicorn": logging.WARNING,
-         "treedist.librdkafka": logging.WARNING}
+         "treedist.librdkafka": logging.WARNING, "httpx": logging.WARNING, "httpcore": logging.WARNING}
 _NUMBERS = re.compile(r"\d+")
 
 
