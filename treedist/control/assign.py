@@ -127,6 +127,23 @@ def decide(units: Sequence[Unit], workers: Sequence[WorkerView], current: Mappin
         worker = next(w for w in live if w.name == name)
         return worker_base(worker, policy.strategy) + sum(weight[u] for u, w in assignment.items() if w == name)
 
+    recent = sum(1 for t in recent_moves if now - HOUR_S < t <= now)
+    budget = max(0, policy.max_moves_per_hour - recent)
+    cooled = last_rebalance_at is None or now - last_rebalance_at >= policy.cooldown_s
+    before = imbalance([load_of(w.name) for w in live])
+    moves: list[Move] = []
+    # affinity corrections first (so placements see where units will be): a unit away from its
+    # labels while a matching worker lives
+    if cooled and budget > 0 and policy.affinity:
+        for unit in sorted(units, key=lambda u: u.id):
+            if len(moves) >= budget or unit.id not in assignment or not labels[unit.id]:
+                continue
+            choices = eligible(labels[unit.id], live, True)
+            if assignment[unit.id] not in {w.name for w in choices}:
+                target = min(choices, key=lambda w: (load_of(w.name), w.name)).name
+                moves.append(Move(unit.id, assignment[unit.id], target, "affinity"))
+                assignment[unit.id] = target
+
     # placements: units without a live owner, heaviest first (a better packing), ties by id
     placed = []
     for unit in sorted((u for u in units if u.id not in assignment and u.id not in draining),
@@ -136,29 +153,15 @@ def decide(units: Sequence[Unit], workers: Sequence[WorkerView], current: Mappin
         assignment[unit.id] = target
         placed.append(unit.id)
 
-    before = imbalance([load_of(w.name) for w in live])
-    recent = sum(1 for t in recent_moves if now - HOUR_S < t <= now)
-    budget = max(0, policy.max_moves_per_hour - recent)
-    cooled = last_rebalance_at is None or now - last_rebalance_at >= policy.cooldown_s
-    moves: list[Move] = []
-    if cooled and budget > 0:
-        # affinity corrections first: a unit away from its labels while a matching worker lives
-        for unit in sorted(units, key=lambda u: u.id):
-            if len(moves) >= budget or unit.id not in assignment or unit.id in placed or not policy.affinity:
-                continue
-            choices = eligible(labels[unit.id], live, True)
-            if labels[unit.id] and assignment[unit.id] not in {w.name for w in choices} and len(choices) < len(live):
-                target = min(choices, key=lambda w: (load_of(w.name), w.name)).name
-                moves.append(Move(unit.id, assignment[unit.id], target, "affinity"))
-                assignment[unit.id] = target
-        # rebalancing: from the most to the least loaded worker while each move lowers the imbalance
-        if imbalance([load_of(w.name) for w in live]) > policy.threshold:
-            while len(moves) < budget:
-                move = _best_move(units, live, assignment, weight, labels, policy, load_of)
-                if move is None:
-                    break
-                moves.append(move)
-                assignment[move.unit] = move.target
+    # rebalancing: from the most to the least loaded worker while each move lowers the
+    # imbalance (units placed this round are where the least load was already)
+    if cooled and imbalance([load_of(w.name) for w in live]) > policy.threshold:
+        while len(moves) < budget:
+            move = _best_move(units, live, assignment, weight, labels, policy, load_of, set(placed))
+            if move is None:
+                break
+            moves.append(move)
+            assignment[move.unit] = move.target
     after_loads = {w.name: load_of(w.name) for w in live}
     ranking = tuple(sorted(((n, round(v, 6)) for n, v in after_loads.items()), key=lambda item: (item[1], item[0])))
     return Decision(
@@ -168,14 +171,14 @@ def decide(units: Sequence[Unit], workers: Sequence[WorkerView], current: Mappin
     )
 
 
-def _best_move(units, live, assignment, weight, labels, policy, load_of) -> Move | None:
+def _best_move(units, live, assignment, weight, labels, policy, load_of, fixed: set[str]) -> Move | None:
     """The single move of a unit off the most-loaded worker that lowers the imbalance most
     (respecting affinity), or None."""
     loads = {w.name: load_of(w.name) for w in live}
     current = imbalance(list(loads.values()))
     heaviest = max(live, key=lambda w: (loads[w.name], w.name)).name
     best: tuple[float, str, str] | None = None
-    for unit in sorted((u for u in units if assignment.get(u.id) == heaviest), key=lambda u: u.id):
+    for unit in sorted((u for u in units if assignment.get(u.id) == heaviest and u.id not in fixed), key=lambda u: u.id):
         allowed = {w.name for w in eligible(labels[unit.id], live, policy.affinity)}
         for target in sorted(allowed - {heaviest}):
             trial = dict(loads)

@@ -62,8 +62,8 @@ def test_malformed_changes_name_what_is_wrong(change, says):
     assert says in str(err.value)
 
 
-@given(st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), st.integers() | st.text(max_size=5), max_size=4))
+@given(st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), st.integers() | st.text(st.characters(categories=("L", "N", "P", "Zs")), max_size=5), max_size=4))
 def test_invariant_setting_then_reading_gives_the_value_and_leaves_the_rest(values):
-    spec = set_values(SPEC, [f"extra.{k}={json.dumps(v)}" for k, v in values.items()])  # JSON is YAML
+    spec = set_values(SPEC, [f"extra.{k}={json.dumps(v, ensure_ascii=False)}" for k, v in values.items()])  # JSON is YAML
     assert spec["extra"] == values if values else "extra" not in spec
     assert {k: v for k, v in spec.items() if k != "extra"} == SPEC
