@@ -316,7 +316,7 @@ class DistributorConfig(Frozen):
     # A link whose source or target has not answered the application's probes (every 2 s) for
     # this long is stopped and waits for it; nothing is counted as a failure.
     unreachable_after: Duration = 10.0
-    # How the copies move: "fused", the only mode since read-once (issue 6): a cluster's query
+    # How the copies move: "fused", the only mode since read-once: a cluster's query
     # reads each record once in its executors, applies every level's rule and produces the
     # copies itself, verifying every delivery before the batch commits; records never cross
     # into the JVM. The key stays so that deployment files that name the mode keep loading.

@@ -1,4 +1,4 @@
-"""The `offsets:` section of a deployment: consumer-group offset distribution (issue 7).
+"""The `offsets:` section of a deployment: consumer-group offset distribution (docs/offsets.md).
 
 ```yaml
 offsets:

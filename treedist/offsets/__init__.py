@@ -1,4 +1,4 @@
-"""Consumer-group offset distribution (issue 7): jobs on the driver, pure rules in
+"""Consumer-group offset distribution (docs/offsets.md): jobs on the driver, pure rules in
 treedist.topology.offsets. See docs/offsets.md."""
 
 from __future__ import annotations

@@ -47,10 +47,10 @@ LEAN_JVM_OPTIONS = (
 # glibc gives threads that allocate their own malloc arenas (up to 8 per core, each touched
 # in part): the JVM's many threads and librdkafka's threads in every Python process. Two
 # arenas per process suffice where the heavy work is single-threaded (measured only together
-# with the other memory changes of issue 6).
+# with the other memory changes; docs/architecture.md, "Where the time goes").
 MALLOC_ARENAS = "2"
 
-# Quiet logs (issue 11): Spark's chatty loggers at ERROR (see the file for which and why).
+# Quiet logs (docs/operations.md): Spark's chatty loggers at ERROR (see the file for which and why).
 QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
 LEAN_JVM_OPTIONS += f" -Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()}"
 

@@ -84,7 +84,7 @@ def build_topology(tree: Node, overrides: TargetOverrides | None = None) -> Topo
             chain.append(
                 Distributor(cluster, node.level, level_bit(node.level), level_mask(node.level), sibling, target)
             )
-        # Lowest level first: the order of the reference text.
+        # Lowest level first: the order in which a record's copies are made (docs/concepts.md).
         result[cluster] = tuple(sorted(chain, key=lambda d: d.level))
     if overrides:
         (cluster, level), _ = next(iter(overrides.items()))

@@ -65,7 +65,7 @@ def parse_flags(value: bytes | None) -> int:
 
 
 def format_bits(flags: int, width: int = 4) -> str:
-    """Flags as a fixed-width binary string, e.g. 5 -> '0101' (as in the reference text)."""
+    """Flags as a fixed-width binary string, e.g. 5 -> '0101' (as docs/concepts.md writes them)."""
     return format(flags, f"0{width}b")
 
 
