@@ -1,0 +1,44 @@
+"""treedist.client.group_positions against a real broker: a group's own commit and a commit
+made in treedist's format (what the offset committer writes) are told apart."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import Consumer, TopicPartition
+
+from treedist.client import group_positions
+from treedist.topology.offsets import CommitMetadata
+
+from tests.e2e.workload import create_topic_everywhere
+
+
+def _commit(servers: str, group: str, topic: str, partition: int, offset: int, metadata: str | None) -> None:
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
+    try:
+        tp = TopicPartition(topic, partition, offset, metadata=metadata) if metadata is not None else \
+            TopicPartition(topic, partition, offset)
+        consumer.commit(offsets=[tp], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_a_groups_own_commit_and_a_translated_one_are_told_apart(local_kafka, unique_topic):
+    servers = local_kafka.bootstrap["c1"]
+    create_topic_everywhere({"c1": servers}, unique_topic, 3)
+    group = f"app-{uuid.uuid4().hex[:8]}"
+    _commit(servers, group, unique_topic, 0, 7, None)
+    translated = CommitMetadata(flags=0b0101, origin_ts_ms=1_700_000_000_000, made_ms=1_700_000_001_000)
+    _commit(servers, group, unique_topic, 2, 11, translated.encode())
+    exact = CommitMetadata(flags=0b0001, origin_ts_ms=5, frontier=(("c2", 9),))
+    other = f"app-{uuid.uuid4().hex[:8]}"
+    _commit(servers, other, unique_topic, 1, 3, exact.encode())
+
+    positions = group_positions({"bootstrap.servers": servers}, group, unique_topic)
+    assert set(positions) == {0, 2}  # partition 1 was never committed by this group
+    own, copied = positions[0], positions[2]
+    assert (own.offset, own.translated, own.mode, own.copy_flags, own.origin_timestamp_ms) == (7, False, None, 0, None)
+    assert (copied.offset, copied.translated, copied.mode, copied.copy_flags) == (11, True, "timestamp", 0b0101)
+    assert copied.origin_timestamp_ms == 1_700_000_000_000 and copied.made_ms == 1_700_000_001_000
+    assert group_positions({"bootstrap.servers": servers}, other, unique_topic)[1].mode == "exact"
+    assert group_positions({"bootstrap.servers": servers}, group, "another-topic") == {}
