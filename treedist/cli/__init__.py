@@ -3,6 +3,7 @@ exposes `register(app)`; this module only wires them and maps treedist errors to
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import typer
@@ -33,8 +34,12 @@ _register_all()
 
 
 def main() -> None:
+    """Run the command; a treedist error is one line on stderr and exit 2 (with its
+    traceback in the log too when the command runs with --log-level debug)."""
     try:
         app()
     except TreedistError as err:
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            logging.getLogger("treedist").debug("the error's traceback", exc_info=err)
         typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
         sys.exit(2)

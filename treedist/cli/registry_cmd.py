@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from treedist.cli.status_cmd import LogFileOption, LogLevelOption
 from treedist.config import load_deployment
 
 registry_app = typer.Typer(help="The Confluent-compatible schema registry kept in a cluster's _schemas topic.", no_args_is_help=True)
@@ -21,10 +22,14 @@ def serve(
     cluster: str = typer.Option(..., "--cluster", help="The cluster whose _schemas topic holds this registry's state."),
     port: int = typer.Option(None, "--port", help="Port (default: the port of schemas.registries.<cluster>, else 8081)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+    log_level: str = LogLevelOption,
+    log_file: Path = LogFileOption,
 ) -> None:
     """Replay the cluster's _schemas topic, then serve the REST API until SIGINT/SIGTERM."""
+    from treedist.ops.logs import setup_logging
     from treedist.registry.serve import serve_forever
 
+    setup_logging(log_level, log_file)
     deployment = load_deployment(config)
     deployment.cluster(cluster)
     serve_forever(deployment, cluster, port, host)

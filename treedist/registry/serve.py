@@ -46,7 +46,7 @@ def serve_forever(deployment: Deployment, cluster: str, port: int | None = None,
     store = store_for(deployment, cluster).start()
     try:
         uvicorn.run(build_app(store, role_of(deployment, cluster)), host=host, port=port or port_of(deployment, cluster),
-                    log_level="warning", access_log=False)
+                    log_level="warning", access_log=False, log_config=None)  # our logging (--log-level, --log-file)
     finally:
         store.close()
 

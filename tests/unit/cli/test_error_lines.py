@@ -1,0 +1,35 @@
+"""A treedist error ends a command with one line and exit 2; with --log-level debug the log
+also carries its traceback (a real subprocess of the CLI; no broker needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+TREEDIST = str(Path(sys.executable).parent / "treedist")
+
+
+def _worker(config: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([TREEDIST, "worker", "-c", str(config), "--name", "w", *extra], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_one_line_by_default_and_the_traceback_only_with_log_level_debug(tmp_path):
+    config = tmp_path / "deploy.yaml"  # valid, but without a control section: a worker refuses it
+    config.write_text(yaml.safe_dump({"clusters": {"a": {"bootstrap_servers": "127.0.0.1:1"}, "b": {"bootstrap_servers": "127.0.0.1:2"}},
+                                      "tree": {"level": 1, "children": ["a", "b"]}, "topics": {"names": ["t"]}}))
+    plain = _worker(config)
+    assert plain.returncode == 2
+    lines = [line for line in plain.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"{config}: control:" in lines[0] and "Traceback" not in plain.stderr, plain.stderr
+    debug = _worker(config, "--log-level", "debug")
+    assert debug.returncode == 2 and "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.strip().splitlines()[-1] == lines[0]  # the same one line ends it
+
+
+def test_an_unknown_log_level_is_named(tmp_path):
+    result = _worker(tmp_path / "none.yaml", "--log-level", "loud")
+    assert result.returncode == 2 and "--log-level must be one of" in result.stderr
