@@ -24,6 +24,7 @@ LIVE_COUNTERS = (
     ("treedist_records_copied_total", "copied", "Records copied to the distributor's target (acknowledged)."),
     ("treedist_records_skipped_total", "skipped", "Records read and not copied (the copy rule said no)."),
     ("treedist_records_malformed_total", "malformed", "Records whose copy-flag header could not be parsed."),
+    ("treedist_bytes_copied_total", "bytes", "Key and value bytes of the records copied to the distributor's target."),
     ("treedist_query_restarts_total", "restarts", "Restarts of the distributor's query from its checkpoint."),
 )
 
@@ -40,6 +41,7 @@ class SnapshotCollector(Collector):
         yield from _link_metrics(snap["links"])
         yield from _cluster_metrics(snap["clusters"])
         yield from _job_metrics(snap["jobs"])
+        yield from _pipeline_metrics(snap.get("pipelines") or {})
 
 
 def _labels(link: dict) -> list[str]:
@@ -98,6 +100,60 @@ def _job_metrics(jobs: list[dict]) -> Iterator[Metric]:
         if job["last_pass_seconds"] is not None:
             duration.add_metric([job["name"]], job["last_pass_seconds"])
     yield from (passes, failures, duration)
+
+
+def _pipeline_metrics(pipelines: dict) -> Iterator[Metric]:
+    """Offset distribution, topic sync and the schema distributor, from their own counters."""
+    entries = CounterMetricFamily("treedist_offset_entries_forwarded", "Offset entries (group, topic, partition -> "
+                                  "position) an offset distributor sent towards its target.", labels=["distributor", "cluster"])
+    malformed = CounterMetricFamily("treedist_offset_metadata_malformed", "Commits whose treedist metadata did not "
+                                    "parse (treated as flags 0).", labels=["cluster"])
+    fallbacks = CounterMetricFamily("treedist_offset_exact_fallbacks", "Exact-mode entries that fell back to timestamp "
+                                    "mode (origin record gone).", labels=["cluster"])
+    actions = CounterMetricFamily("treedist_offset_commits", "What an offset committer did with the entries for its "
+                                  "cluster, by action (commit, skip_active, unchanged, ...).", labels=["cluster", "action"])
+    active = GaugeMetricFamily("treedist_offset_groups_skipped_active", "Groups left alone because they are active "
+                               "on the cluster (at the last skip).", labels=["cluster"])
+    seen_clusters = set()
+    for row in pipelines.get("offsets", []):
+        entries.add_metric([row["distributor"], row["cluster"]], row["entries"])
+        if row["cluster"] not in seen_clusters:  # per cluster, repeated on each of its distributors' rows
+            seen_clusters.add(row["cluster"])
+            malformed.add_metric([row["cluster"]], row["malformed"])
+            fallbacks.add_metric([row["cluster"]], row["exact_fallbacks"])
+    for cluster, stats in (pipelines.get("committers") or {}).items():
+        for action, count in sorted(stats["counts"].items()):
+            actions.add_metric([cluster, action], count)
+        active.add_metric([cluster], stats["skipped_active_groups"])
+    yield from (entries, malformed, fallbacks, actions, active)
+    sync = pipelines.get("topic_sync")
+    if sync is not None:
+        kinds = CounterMetricFamily("treedist_topic_sync_actions", "Topic sync actions by kind (create_topic, "
+                                    "create_partitions, alter_config, ...), failed ones apart.", labels=["action"])
+        for kind, count in sorted(sync.items()):
+            if kind not in ("passes", "conflicts"):
+                kinds.add_metric([kind], count)
+        conflicts = CounterMetricFamily("treedist_topic_sync_conflicts", "Keys changed differently on two clusters "
+                                        "in one interval (won by topics.sync.authority).", labels=[])
+        conflicts.add_metric([], sync.get("conflicts", 0))
+        yield from (kinds, conflicts)
+    schemas = pipelines.get("schemas")
+    if schemas is not None:
+        labels = [schemas["distributor"]]
+        for name, key, text in (("treedist_schema_records_read", "records_in", "Records of the primary's _schemas topic read."),
+                                ("treedist_schema_records_copied", "copied", "Schema records written to other clusters' _schemas.")):
+            family = CounterMetricFamily(name, text, labels=["distributor"])
+            family.add_metric(labels, schemas[key])
+            yield family
+        for name, key, text in (("treedist_schema_conflicts", "conflicts", "Schema IDs used on a target for another schema (never overwritten)."),
+                                ("treedist_schema_records_malformed", "malformed", "Records of _schemas not in Confluent's format (not copied).")):
+            family = GaugeMetricFamily(name, text, labels=["distributor"])
+            family.add_metric(labels, len(schemas[key]))
+            yield family
+        restarts = CounterMetricFamily("treedist_schema_query_restarts", "Restarts of the schema distributor's query.",
+                                       labels=["distributor"])
+        restarts.add_metric(labels, schemas["restarts"])
+        yield restarts
 
 
 class MetricsServer:

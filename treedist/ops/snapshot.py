@@ -73,6 +73,7 @@ class StatusSource:
     _admins: dict[str, Any] = field(default_factory=dict)
     _reach: dict[str, _Reachability] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _copied_marks: dict[str, tuple[float, int]] = field(default_factory=dict)  # link -> (time, copied) at the last refresh
     _last: dict | None = None
     _last_at: float = float("-inf")
 
@@ -120,6 +121,7 @@ class StatusSource:
             "clusters": self._clusters(reach, links, now),
             "links": links,
             "jobs": self.app.scheduler.snapshot() if self.app is not None else [],
+            "pipelines": self._pipelines(),
             "errors": self.recent_errors(),
         }
 
@@ -175,6 +177,8 @@ class StatusSource:
                                     stall_after_s=self._stall_after_s()),
                 "unreachable": unreachable,
                 "records_per_second": round(copied_rate(batches, lp.level, now, self.rate_window_s), 1),
+                # copies per second to the target (live counters, inside `treedist run`; else None)
+                "copied_per_second": self._copied_rate(lp.name, (known.get("counters") or {}).get("copied"), now),
                 "lag_records": lag,
                 "lag_seconds": max((t["lag_seconds"] for t in topics.values()), default=0.0) if lag is not None else None,
                 "last_batch": newest.batch_id if newest else None,
@@ -200,10 +204,28 @@ class StatusSource:
             out[row["distributor"]] = {
                 "target": row["target"],
                 "failed": row["failed"],
-                "counters": {k: row[k] for k in ("records_in", "copied", "skipped", "malformed", "restarts",
+                "counters": {k: row[k] for k in ("records_in", "copied", "skipped", "malformed", "bytes", "restarts",
                                                  "batch_seconds", "active")},
             }
         return out
+
+    def _pipelines(self) -> dict:
+        """Offsets, topic sync and schema counters (only inside `treedist run`)."""
+        if self.app is None:
+            return {"offsets": [], "committers": {}, "topic_sync": None, "schemas": None}
+        from treedist.pipeline.app import pipeline_stats
+
+        return pipeline_stats(self.app)
+
+    def _copied_rate(self, name: str, copied: int | None, now: float) -> float | None:
+        """Copies per second of one link since the previous refresh, from its live counter."""
+        if copied is None:
+            return None
+        then = self._copied_marks.get(name)
+        self._copied_marks[name] = (now, copied)
+        if then is None or now <= then[0]:
+            return None
+        return round(max(0, copied - then[1]) / (now - then[0]), 1)
 
     def _clusters(self, reach: dict[str, str | None], links: list[dict], now: float) -> dict[str, dict]:
         out = {}
@@ -216,7 +238,9 @@ class StatusSource:
                 "unreachable_for_s": round(now - state.since, 1) if state.since is not None else None,
                 "links_out": sum(1 for l in links if l["cluster"] == name),
                 "links_in": len(into),
-                "records_per_second_in": round(sum(l["records_per_second"] for l in into), 1),
+                # copies arriving per second, where the live counters tell (else what the links into it processed)
+                "records_per_second_in": round(sum(l["copied_per_second"] if l["copied_per_second"] is not None
+                                                   else l["records_per_second"] for l in into), 1),
                 "lag_records_in": sum(l["lag_records"] or 0 for l in into),
             }
         return out

@@ -518,5 +518,26 @@ def status_rows(app: DistributionApp) -> list[dict]:
                 "active": active, "failed": failed, "restarts": run.restarts, "batch_seconds": _batch_seconds(run.query),
                 "records_in": c["records_in"], "copied": c["copied"], "malformed": c["malformed"],
                 "skipped": c["records_in"] - c["copied"],  # not copied: the rule said no (or the malformed policy)
+                "bytes": c["bytes"],
             })
     return rows
+
+
+def pipeline_stats(app: DistributionApp) -> dict:
+    """The other pipelines' own counters (driver): offset distributors and committers, topic
+    sync, the schema distributor; empty parts for what does not run here."""
+    from treedist.offsets.job import OffsetDistributionJob
+
+    offsets, committers, topic_sync = [], {}, None
+    for job in list(app.scheduler.jobs):
+        if isinstance(job, OffsetDistributionJob):
+            for row in job.snapshot():
+                offsets.append({**row, "cluster": job.cluster})
+            for name, committer in job.committers.items():
+                stats = committer.stats
+                committers[name] = {"counts": dict(stats.counts), "skipped_active_groups": len(stats.skipped_active),
+                                    "last_commit_at": stats.last_commit_at, "last_error": stats.last_error}
+        elif job.name == "topic-sync":
+            topic_sync = dict(job.counters)
+    return {"offsets": offsets, "committers": committers, "topic_sync": topic_sync,
+            "schemas": app.schemas.stats() if app.schemas is not None else None}

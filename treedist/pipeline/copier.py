@@ -44,6 +44,7 @@ OnQueueFull = Callable[[str, bytes | None, bytes | None, int, int, Headers], Non
 class LevelStats:
     copied: int = 0
     malformed: int = 0
+    bytes: int = 0  # key + value bytes of this level's copies
 
 
 @dataclass
@@ -59,8 +60,9 @@ class TaskStats:
         return sum(s.copied for s in self.levels)
 
     def vector(self) -> list[int]:
-        """[records_in, copied per level..., malformed per level...] for the accumulator."""
-        return [self.records_in] + [s.copied for s in self.levels] + [s.malformed for s in self.levels]
+        """[records_in, copied per level..., malformed per level..., bytes per level...] for the accumulator."""
+        return ([self.records_in] + [s.copied for s in self.levels] + [s.malformed for s in self.levels]
+                + [s.bytes for s in self.levels])
 
 
 @dataclass
@@ -119,9 +121,9 @@ class RecordCopier:
             for i, lc in enumerate(levels)
         ]
         copied = [0] * len(levels)
+        level_bytes = [0] * len(levels)
         origin_prefix = f"{self.cluster}/{topic}/{partition}/"
         limit = self.max_record_bytes
-        copied_bytes = 0
         for msg in records:
             headers = msg.headers()
             if headers is None:
@@ -179,12 +181,13 @@ class RecordCopier:
                 except BufferError:
                     levels[i].on_queue_full(out_topic, value, key, partition, ts, new_headers)
                 copied[i] += 1
-                copied_bytes += size
+                level_bytes[i] += size
         stats = self.stats
-        for level_stats, n in zip(stats.levels, copied):
+        for level_stats, n, nbytes in zip(stats.levels, copied, level_bytes):
             level_stats.copied += n
+            level_stats.bytes += nbytes
         stats.records_in += len(records)
-        stats.bytes += copied_bytes
+        stats.bytes += sum(level_bytes)
 
     def _malformed(self, msg, topic: str, partition: int, offset: int, uniform: bool, in_range) -> int | None:
         """Count the malformed header for every level that examines the record; apply the

@@ -2,7 +2,7 @@
 
 Updated in executors once per task (`add(TaskStats.vector())`: a failed task's update is
 dropped by Spark), read on the driver. Layout: [records_in, copied per level...,
-malformed per level...], levels in the plan's order.
+malformed per level..., bytes per level...], levels in the plan's order.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ class ClusterCounters:
 
     def __init__(self, spark: SparkSession, plan: ClusterPlan) -> None:
         self.levels = [lp.name for lp in plan.levels]
-        self.accumulator = spark.sparkContext.accumulator([0] * (1 + 2 * len(self.levels)), VectorParam())
+        self.accumulator = spark.sparkContext.accumulator([0] * (1 + 3 * len(self.levels)), VectorParam())
 
     def snapshot(self) -> dict[str, dict[str, int]]:
-        """distributor name -> records_in, copied, malformed."""
+        """distributor name -> records_in, copied, malformed, bytes (copied key + value bytes)."""
         v = list(self.accumulator.value)
         n = len(self.levels)
         return {
-            name: {"records_in": v[0], "copied": v[1 + i], "malformed": v[1 + n + i]}
+            name: {"records_in": v[0], "copied": v[1 + i], "malformed": v[1 + n + i], "bytes": v[1 + 2 * n + i]}
             for i, name in enumerate(self.levels)
         }

@@ -31,7 +31,7 @@ from treedist.local.launcher import start_broker, stop_pid, wait_ready
 from treedist.ops.logs import setup_logging
 from treedist.ops.serve import serve
 from treedist.ops.snapshot import StatusJob, StatusSource
-from treedist.pipeline.app import DistributionApp
+from treedist.pipeline.app import DistributionApp, background_jobs
 from tests.e2e.workload import create_topic_everywhere
 
 pytestmark = pytest.mark.e2e
@@ -50,14 +50,17 @@ def live(spark, tmp_path_factory):
     with ExitStack() as stack:
         clusters = LocalClusters.start(NAMES, base / "clusters")
         stack.callback(lambda: clusters.stop())
+        # Every pipeline that exists, as `treedist run` runs them: the record queries, offset
+        # distribution and topic sync (background jobs), the schema distributor.
         spec = local_deployment(clusters.bootstrap, topics=[TOPIC], checkpoint_location=str(base / "checkpoints"),
-                                distributor={"trigger_interval": "1 second", "max_records_per_trigger": BATCH})
+                                distributor={"trigger_interval": "1 second", "max_records_per_trigger": BATCH},
+                                offsets={"poll_interval": "2s"}, schemas={"primary": "c1"})
         config = base / "deployment.yaml"
         config.write_text(yaml.safe_dump(spec))
         deployment = parse_deployment(spec, source=str(config))
         create_topic_everywhere(clusters.bootstrap, TOPIC, 2)
         source = StatusSource(deployment, config_path=str(config), recent_errors=recent, refresh_interval_s=2.0)
-        app = DistributionApp(deployment, spark, jobs=[StatusJob(source)])
+        app = DistributionApp(deployment, spark, jobs=[*background_jobs(deployment), StatusJob(source)])
         source.attach(app)
         stack.callback(app.stop)
         app.start()
@@ -95,6 +98,15 @@ def test_metrics_scrape_parses_and_lag_matches_status_json(live):
     states = [s for s in families["treedist_link_state"].samples if s.value == 1.0]
     assert len(states) == 8  # one state per link
     assert "treedist_job_passes" in families  # the background jobs' states, per job
+    # bytes per link, and the other pipelines' own counters
+    _wait(lambda: _scraped(live["urls"]["metrics"], "treedist_bytes_copied_total", distributor="c1-L1") > 0, 60,
+          "bytes copied by c1-L1 in the metrics")
+    for family in ("treedist_offset_entries_forwarded", "treedist_offset_commits", "treedist_topic_sync_actions",
+                   "treedist_topic_sync_conflicts", "treedist_schema_records_read", "treedist_schema_records_copied",
+                   "treedist_schema_conflicts"):
+        assert family in families, family
+    assert {s.labels["distributor"] for s in families["treedist_offset_entries_forwarded"].samples} == {
+        link["distributor"] for link in status["links"]}
     _wait(lambda: _scraped(live["urls"]["metrics"], "treedist_job_passes_total", job="ops-status") >= 1, 60,
           "a pass of the ops-status job in the metrics")
 
