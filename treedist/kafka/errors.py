@@ -11,3 +11,7 @@ class ClusterUnreachable(KafkaLayerError):
 
 class TopicMissing(KafkaLayerError):
     """A topic (or partition) the distribution needs that is absent on a cluster."""
+
+
+class KafkaRefused(KafkaLayerError):
+    """A broker refused a request in a way retrying cannot change (e.g. not authorised)."""

@@ -27,12 +27,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
-from treedist.kafka.errors import KafkaLayerError
+from treedist.kafka.errors import KafkaLayerError, KafkaRefused
 from treedist.offsets.groups import Commit, GroupClient
 from treedist.topology.naming import Naming
 from treedist.topology.offsets import Action, OffsetEntry, TargetView, decide, first_unconsumed
 
 log = logging.getLogger(__name__)
+FIRST_BACKOFF_S, MAX_BACKOFF_S = 5.0, 60.0
 Key = tuple[str, str, int]  # (group, logical topic, partition)
 
 
@@ -56,23 +57,31 @@ class OffsetCommitter:
         self.stats = CommitterStats()
         self._lock = threading.Lock()
         self._reported_missing: set[tuple[str, str]] = set()
+        # After the cluster did not answer: no new attempt before this time (monotonic), so a
+        # down cluster costs its timeouts once per backoff, not on every pass of every job.
+        self._retry_at = 0.0
+        self._backoff_s = 0.0
 
-    def apply(self, entries: Iterable[OffsetEntry] = ()) -> None:
+    def apply(self, entries: Iterable[OffsetEntry] = (), clock=time.monotonic) -> None:
         with self._lock:
             for entry in entries:  # step 1
                 previous = self.pending.get(entry.key)
                 if previous is not None and previous.rewound and not entry.rewound and entry.origin_ts_ms < previous.origin_ts_ms:
                     entry = replace(entry, rewound=True)  # a rewind not yet applied stays one
                 self.pending[entry.key] = entry
-            if not self.pending:
-                return
+            if not self.pending or clock() < self._retry_at:
+                return  # backing off from a cluster that did not answer: the entries wait here
             try:
                 self._apply_pending()
                 self.stats.last_error = None
+                self._retry_at, self._backoff_s = 0.0, 0.0
             except KafkaLayerError as err:  # step 6: the cluster is down; entries stay pending
                 self.stats.counts["unreachable"] += 1
                 self.stats.last_error = str(err).splitlines()[0]
-                log.warning("offset committer on %s: %s; %d entries stay pending", self.cluster, self.stats.last_error, len(self.pending))
+                self._backoff_s = min(MAX_BACKOFF_S, max(FIRST_BACKOFF_S, self._backoff_s * 2))
+                self._retry_at = clock() + self._backoff_s
+                log.warning("offset committer on %s: %s; %d entries stay pending, next attempt in %.0f s",
+                            self.cluster, self.stats.last_error, len(self.pending), self._backoff_s)
 
     def _apply_pending(self) -> None:
         topics = self.client.topics()
@@ -124,7 +133,13 @@ class OffsetCommitter:
             elif decision.settled or decision.action is Action.SKIPPED_ACTIVE:
                 del self.pending[key]
         for group, items in to_commit.items():  # step 5
-            self.client.commit(group, [c for _, c, _ in items])
+            try:
+                self.client.commit(group, [c for _, c, _ in items])
+            except KafkaRefused as err:  # this group only (e.g. not authorised): the others go on
+                self.stats.counts["failed"] += 1
+                log.error("offset committer on %s: group %r: %s; its %d entries stay pending", self.cluster, group,
+                          str(err).splitlines()[0], len(items))
+                continue
             self.stats.last_commit_at = time.time()
             self.stats.skipped_active.pop(group, None)
             for key, commit, settled in items:  # step 6

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
@@ -49,8 +49,10 @@ class GroupClient:
         self._consumer: Consumer | None = None
 
     def _retry(self, call, what: str):
+        # Retriable broker errors (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, ...) and
+        # transport errors are retried with backoff; a refusal (not authorised) is raised at once.
         return with_retries(call, what=f"{what} on cluster {self.cluster!r} failed", error=ClusterUnreachable,
-                            attempts=self._attempts, first_backoff_s=0.2, max_backoff_s=2.0)
+                            attempts=self._attempts, first_backoff_s=0.5, max_backoff_s=4.0, fail_fast_on_refusal=True)
 
     def groups(self) -> list[str]:
         """Every consumer group the cluster knows."""
@@ -147,6 +149,12 @@ class GroupClient:
             while todo and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=1000, timeout=0.2):
                     tp = (msg.topic(), msg.partition())
+                    if _at_end(msg) and tp in todo:
+                        # Nothing at or after the offset but what is not a record (a compacted
+                        # gap, a transaction marker at the end): no such record.
+                        del todo[tp]
+                        consumer.incremental_unassign([TopicPartition(*tp)])
+                        continue
                     if msg.error() is not None or tp not in todo or msg.offset() < todo[tp]:
                         continue
                     out[tp] = (msg.offset(), msg.timestamp()[1])
@@ -172,10 +180,18 @@ class GroupClient:
         consumer.incremental_assign([TopicPartition(tp[0], tp[1], start)])
         out: list[tuple[int, tuple[str, int]]] = []
         deadline = time.monotonic() + self._timeout_s * 3
+        done = False
         try:
-            while (not out or out[-1][0] < stop - 1) and time.monotonic() < deadline:
+            while not done and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=5000, timeout=0.2):
-                    if msg.error() is not None or (msg.topic(), msg.partition()) != tp or msg.offset() >= stop:
+                    if (msg.topic(), msg.partition()) != tp:
+                        continue
+                    # The window ends at `stop`, or where the partition ends: offsets in it that
+                    # hold no record (compacted away, transaction markers) are never delivered.
+                    if _at_end(msg) or (msg.error() is None and msg.offset() >= stop):
+                        done = True
+                        continue
+                    if msg.error() is not None:
                         continue
                     identity = (self.cluster, msg.offset())
                     for key, value in msg.headers() or ():
@@ -186,15 +202,12 @@ class GroupClient:
                             except MalformedOrigin:
                                 pass
                     out.append((msg.offset(), identity))
-                if out and out[-1][0] >= stop - 1:
-                    break
-                if not out and self.ends([tp]).get(tp, 0) <= start:
-                    break  # nothing there (deleted meanwhile)
+                    done = done or msg.offset() >= stop - 1
         finally:
             consumer.unassign()
-        if out and out[-1][0] < stop - 1:
+        if not done:
             raise ClusterUnreachable(f"cluster {self.cluster!r}: reading {tp[0]}[{tp[1]}] offsets [{start}, {stop}) "
-                                     f"made no progress past {out[-1][0]}")
+                                     f"made no progress past {out[-1][0] if out else start} in {self._timeout_s * 3:.0f} s")
         return out
 
     def low(self, tps: Iterable[TP]) -> dict[TP, int]:
@@ -203,8 +216,10 @@ class GroupClient:
     def _reader(self) -> Consumer:
         if self._consumer is None:
             conf = {k: v for k, v in self._conf.items()}
+            # partition EOF events tell a read that the partition holds nothing more: offsets that
+            # hold no record (compacted, transaction markers) then end a read instead of a wait
             conf.update({"group.id": f"treedist-offsets-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
-                         "enable.partition.eof": False, "auto.offset.reset": "earliest"})
+                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
             self._consumer = Consumer(conf)
         return self._consumer
 
@@ -212,3 +227,8 @@ class GroupClient:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+
+def _at_end(msg) -> bool:
+    error = msg.error()
+    return error is not None and error.code() == KafkaError._PARTITION_EOF

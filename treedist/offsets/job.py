@@ -33,7 +33,9 @@ from collections import Counter
 from typing import Mapping
 
 from treedist.config import Deployment
+from treedist.kafka.errors import KafkaLayerError
 from treedist.offsets.committer import OffsetCommitter
+from treedist.offsets.errors import OffsetsError
 from treedist.offsets.groups import Commit, GroupClient
 from treedist.topology.distributors import Distributor
 from treedist.topology.offsets import (
@@ -47,6 +49,7 @@ from treedist.topology.offsets import (
 )
 
 log = logging.getLogger(__name__)
+EXACT_WINDOW = 100_000  # records read behind a commit for a group's first exact-mode frontier
 Key = tuple[str, str, int]  # (group, physical topic, partition)
 
 
@@ -122,9 +125,18 @@ class OffsetDistributionJob:
                     OffsetEntry(group, logical, commit.partition, ts, flags, rewound, dist.name, dist.level, frontier))
                 self.counters[dist.name]["entries"] += 1
             self.seen[key] = commit  # step 7
+        failed = []
         for target, entries in outgoing.items():
-            self.committers[target].apply(entries)
+            # apply() keeps the entries pending before it can fail: a failure for one target
+            # loses nothing, and never keeps the entries for the other targets from theirs
+            try:
+                self.committers[target].apply(entries)
+            except Exception as err:
+                failed.append(f"{target}: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
         self._retry_pending(skip=set(outgoing))
+        if failed:
+            raise OffsetsError(f"offsets {self.cluster}: committing entries failed on {'; '.join(failed)} "
+                               "(they stay pending and are retried on the next pass)")
 
     def _last_ts(self, commit: Commit, records: dict) -> int | None:
         tp = (commit.topic, commit.partition)
@@ -154,7 +166,18 @@ class OffsetDistributionJob:
         scanned, frontier = self.frontiers.get(key, (low, ()))
         if scanned > commit.offset or scanned < low:  # rewound, or records deleted meanwhile: read again
             scanned, frontier = low, ()
-        records = self.client.identities(tp, scanned, commit.offset, self.deployment.origin_header)
+        # A first read looks at most EXACT_WINDOW records behind the commit: an origin whose
+        # consumed records all lie further back is missing from the frontier, which on the
+        # target can only cause repeats of its records, never a skip (docs/offsets.md).
+        scanned = max(scanned, commit.offset - EXACT_WINDOW)
+        try:
+            records = self.client.identities(tp, scanned, commit.offset, self.deployment.origin_header)
+        except KafkaLayerError as err:
+            self.fallbacks += 1
+            log.warning("offsets %s: group %r %s[%d]: reading the consumed records failed (%s); this entry falls "
+                        "back to timestamp mode", self.cluster, group, commit.topic, commit.partition,
+                        str(err).splitlines()[0])
+            return None
         frontier = advance_frontier(frontier, (identity for _, identity in records))
         self.frontiers[key] = (commit.offset, frontier)
         return frontier
