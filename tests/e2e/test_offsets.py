@@ -6,11 +6,14 @@ its own topic and group. Timestamp mode, margin 2 s, poll_interval 1 s."""
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
 
 import pytest
-from confluent_kafka import Producer
+import yaml
+from confluent_kafka import Producer, TopicPartition
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
@@ -18,6 +21,7 @@ from treedist.pipeline.app import DistributionApp
 from treedist.topology.offsets import parse_commit_metadata
 
 from tests.e2e.offsets_workload import (
+    commit_raw,
     commits,
     consume_and_commit,
     consume_rest,
@@ -33,21 +37,26 @@ pytestmark = pytest.mark.e2e
 CLUSTERS = ["c1", "c2", "c3", "c4"]
 POLL_S, MARGIN_S = 1, 2
 QUIET_S = 60
+CONFIG: dict = {}  # the module's deployment file (for the CLI)
 
 
 @pytest.fixture(scope="module")
 def tree(spark, local_kafka, tmp_path_factory):
     bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
     stem = f"offsets-e2e-{int(time.time())}"
-    topics = {"one": f"{stem}-one", "all": f"{stem}-all"}
+    topics = {"one": f"{stem}-one", "all": f"{stem}-all", "ret": f"{stem}-ret", "misc": f"{stem}-misc"}
     create_topic_everywhere(bootstrap, topics["one"], 1)
     create_topic_everywhere(bootstrap, topics["all"], 3)
+    create_topic_everywhere(bootstrap, topics["misc"], 1)
+    # topics["ret"] is created by its test, on c1 only: topic sync brings it to the others
     spec = local_deployment(
         bootstrap, topics=list(topics.values()), checkpoint_location=str(tmp_path_factory.mktemp("offsets-ckpt")),
         distributor={"trigger_interval": "300 milliseconds"},
         offsets={"margin": f"{MARGIN_S}s", "poll_interval": f"{POLL_S}s"},
     )
     deployment = parse_deployment(spec)
+    CONFIG["path"] = tmp_path_factory.mktemp("offsets-config") / "deployment.yaml"
+    CONFIG["path"].write_text(yaml.safe_dump(spec))
     app = DistributionApp(deployment, spark)
     app.start()
     try:
@@ -169,3 +178,78 @@ def _groups_of_module(bootstrap):
 
     admin = AdminClient({"bootstrap.servers": bootstrap["c1"]})
     return sorted(g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid if g.group_id.startswith("app-"))
+
+
+def test_the_retention_scenario_puts_the_group_at_the_right_record_on_the_new_cluster(tree):
+    """The reference's scenario: the origin c1 holds r0-r34 with r0-r23 deleted before the other
+    clusters got them (they come to hold r24-r34 only, at offsets 0-10, through topic sync and
+    the distributors); a group that read through r30 on c1 continues on c3 at the right record."""
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap, topics, app = tree
+    topic = topics["ret"]
+    create_topic_everywhere({"c1": bootstrap["c1"]}, topic, 1)
+    base = int(time.time() * 1000) - 600_000
+    values = [f"r{i}" for i in range(35)]
+    produce(bootstrap["c1"], topic, values, partition=0, base_ts_ms=base)  # 1 s apart
+    admin = AdminClient({"bootstrap.servers": bootstrap["c1"]})
+    for future in admin.delete_records([TopicPartition(topic, 0, 24)]).values():
+        future.result(timeout=10)
+    assert wait_for_counts(bootstrap, topic, 11, timeout=120, check=app.check) == {c: 11 for c in CLUSTERS}
+    assert [v for _, _, v in read_partition(bootstrap["c3"], topic, 0)] == values[24:]  # precondition: r24-r34 only
+    group = group_name()
+    first = consume_and_commit(bootstrap["c1"], group, topic, 7)  # r24 .. r30
+    assert first == values[24:31] and commits(bootstrap["c1"], group)[(topic, 0)][0] == 31
+    assert wait_for(lambda: (topic, 0) in commits(bootstrap["c3"], group), timeout=POLL_S + 10)
+    # r30's timestamp minus the 2 s margin is r28's: offset 4 on c3
+    assert commits(bootstrap["c3"], group)[(topic, 0)][0] == 4
+    second = consume_rest(bootstrap["c3"], group, topic, idle_s=2.0)
+    assert missed_and_repeated(values[24:], first, second) == (0, 3)  # r28, r29, r30: inside the margin
+
+
+def test_a_group_active_on_a_target_is_left_alone_and_shown_as_skipped(tree):
+    from confluent_kafka import Consumer
+    from typer.testing import CliRunner
+
+    from treedist.cli import app as cli
+
+    bootstrap, topics, app = tree
+    topic = topics["misc"]
+    produce(bootstrap["c1"], topic, [f"a{i}" for i in range(20)], partition=0, base_ts_ms=int(time.time() * 1000) - 60_000)
+    assert wait_for_counts(bootstrap, topic, 20, timeout=90, check=app.check)["c3"] >= 20
+    group = group_name()
+    member = Consumer({"bootstrap.servers": bootstrap["c3"], "group.id": group, "auto.offset.reset": "latest",
+                       "enable.auto.commit": False, "session.timeout.ms": 30000})
+    try:
+        member.subscribe([topic])
+        deadline = time.monotonic() + 20
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert member.assignment()  # precondition: the group is active on c3
+        consume_and_commit(bootstrap["c1"], group, topic, 10)
+        assert wait_for(lambda: (topic, 0) in commits(bootstrap["c2"], group), timeout=POLL_S + 10)
+        assert wait_for(lambda: group in _committers(app)["c3"].snapshot()["skipped_active"], timeout=POLL_S + 10,
+                        each=lambda: member.poll(0.1))
+        assert (topic, 0) not in commits(bootstrap["c3"], group)  # left alone
+        shown = CliRunner().invoke(cli, ["offsets", "show", "-c", str(CONFIG["path"]), "--group", group, "--json"])
+        assert shown.exit_code == 0, shown.output
+        assert json.loads(shown.output)["skipped_active"] == ["c3"], shown.output
+    finally:
+        member.close()
+
+
+def test_malformed_treedist_metadata_is_counted_logged_and_treated_as_flags_0(tree, caplog):
+    bootstrap, topics, app = tree
+    topic = topics["misc"]
+    assert wait_for_counts(bootstrap, topic, 20, timeout=90, check=app.check)["c2"] >= 20
+    group = group_name()
+    job = next(j for j in app.scheduler.jobs if j.name == "offsets-c2")
+    before = job.malformed
+    with caplog.at_level(logging.WARNING, logger="treedist.offsets"):
+        commit_raw(bootstrap["c2"], group, topic, 0, 12, "treedist1;flags=lots;ts=1")
+        # flags 0: distributed at both of c2's levels, so every other cluster gets it
+        assert wait_for(lambda: all((topic, 0) in commits(bootstrap[c], group) for c in ("c1", "c3", "c4")),
+                        timeout=3 * POLL_S + 10)
+    assert job.malformed == before + 1
+    assert any(group in r.getMessage() and f"{topic}[0]" in r.getMessage() and "malformed" in r.getMessage()
+               for r in caplog.records)
