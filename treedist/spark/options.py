@@ -174,7 +174,12 @@ class SourceOptions:
 
     def matches(self, topic: str) -> bool:
         """Whether `topic` is subscribed: listed by name, or fully matching the pattern
-        (internal topics starting with `__` excluded) and not matching `excludePattern`."""
+        (internal topics starting with `__` excluded) and not matching `excludePattern`.
+
+        This is the `treedist-kafka` source's own option set, for PySpark users (and the
+        schema distributor's one named topic), with spark-sql-kafka's meaning: a pattern leaves
+        out internal topics as Kafka's consumers do (exclude.internal.topics). The distributors
+        do not use it: they select with the deployment's one predicate (Deployment.selects)."""
         if self.subscribe:
             chosen = topic in self.subscribe
         else:
