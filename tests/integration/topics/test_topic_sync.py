@@ -178,3 +178,19 @@ def test_an_action_that_cannot_be_done_fails_the_pass_naming_it_after_the_others
     result = CliRunner().invoke(app, ["topics", "sync", "-c", str(path)], env=ENV)
     assert result.exit_code == 2
     assert f"failed:cluster'c2'topic'{long_topic}':nolegaltopicname" in "".join(result.output.split())  # rich wraps
+
+
+def test_the_replication_factor_of_created_topics_comes_from_the_config_per_cluster(local_kafka, unique_topic):
+    """`topics.sync.replication_factor` per cluster; clusters without one get the broker's
+    default. The local brokers have one node each: 1 is accepted, 2 refused by the broker
+    (which shows the value reached it), and the refusal names the cluster and topic."""
+    from confluent_kafka.admin import AdminClient
+
+    _admin(local_kafka, "c1").create({unique_topic: (2, {})}, None)
+    spec = _deployment(local_kafka, [unique_topic], clusters=("c1", "c2", "c3"),
+                       sync={"replication_factor": {"c2": 1, "c3": 2}})
+    with pytest.raises(TopicSyncError, match=rf"cluster 'c3' topic '{unique_topic}'.*(?i:replication)"):
+        TopicSync(parse_deployment(spec)).run_once()
+    described = AdminClient({"bootstrap.servers": local_kafka.bootstrap["c2"]}).list_topics(unique_topic, timeout=10)
+    assert [len(p.replicas) for p in described.topics[unique_topic].partitions.values()] == [1, 1]
+    assert _state(local_kafka, "c3", unique_topic) is None  # refused there: not created
