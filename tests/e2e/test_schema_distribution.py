@@ -104,9 +104,12 @@ def test_schemas_reach_every_cluster_under_its_subject_with_the_same_id(world):
         sr["c1"].register_schema(SUBJECTS["c1"], Schema(V2_REQUIRED, "AVRO"))
     assert err.value.error_code == 40901
     second = sr["c1"].register_schema(SUBJECTS["c1"], Schema(V2_OPTIONAL, "AVRO"))
+    # The acceptance bound, on a warm distributor: served by every registry within 5 s
+    # of the registration (the latency itself is measured by benchmarks/registry.py).
+    eventually("v2 on every cluster within 5 s", lambda: all(sr[c].get_versions(SUBJECTS[c]) == [1, 2] for c in CLUSTERS),
+               distributor, timeout=5.0)
     sr["c1"].set_compatibility(SUBJECTS["c1"], "FULL")
     for c in CLUSTERS:
-        eventually(f"v2 on {c}", lambda c=c: sr[c].get_versions(SUBJECTS[c]) == [1, 2], distributor)
         assert sr[c].get_version(SUBJECTS[c], 2).schema_id == second
         eventually(f"config on {c}", lambda c=c: sr[c].get_compatibility(SUBJECTS[c]) == "FULL", distributor)
 

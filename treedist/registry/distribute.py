@@ -11,7 +11,10 @@ subjects through the logical topic, others unchanged) and IDs and versions uncha
     version holds another ID there: reported with both schemas, never written;
   * otherwise the translated record is written.
 
-NOOP records are the primary registry's own markers and are not copied.
+NOOP records are the primary registry's own markers and are not copied; neither are CONTEXT
+records (a context exists inside the registry that wrote it; subjects carry their context in
+their names). CLEAR_SUBJECT records are copied, translated, when the target holds
+soft-deleted versions of the subject.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from treedist.registry.records import (
+    ClearSubjectKey,
+    ClearSubjectValue,
+    ContextKey,
     ConfigKey,
     ConfigValue,
     DeleteSubjectKey,
@@ -79,11 +85,15 @@ def translate(record: Record, naming: Naming, src: str, dst: str) -> Record:
         key = replace(key, subject=sub(key.subject))
         if isinstance(value, DeleteSubjectValue):
             value = replace(value, subject=sub(value.subject))
+    elif isinstance(key, ClearSubjectKey):
+        key = replace(key, subject=sub(key.subject))
+        if isinstance(value, ClearSubjectValue):
+            value = replace(value, subject=sub(value.subject))
     return Record(key, value)
 
 
 def copy_for_target(record: Record, naming: Naming, src: str, dst: str, target: RegistryState) -> Copy:
-    if isinstance(record.key, NoopKey):
+    if isinstance(record.key, (NoopKey, ContextKey)):
         return NOTHING
     moved = translate(record, naming, src, dst)
     key, value = moved.key, moved.value
@@ -102,6 +112,9 @@ def copy_for_target(record: Record, naming: Naming, src: str, dst: str, target: 
             return NOTHING  # a compacted-away marker: the SCHEMA records carry the deletes
         live = [v for v in target.versions(key.subject) if v.version <= value.version]
         return Copy(moved) if live else NOTHING
+    if isinstance(key, ClearSubjectKey):
+        deleted = [v for v in target.versions(key.subject, deleted=True) if v.deleted]
+        return Copy(moved) if deleted else NOTHING
     return NOTHING
 
 

@@ -7,7 +7,12 @@ SCHEMA `{"subject","version","id","schemaType"?,"references"?,"schema","deleted"
 (schemaType omitted for AVRO, references omitted when empty), CONFIG
 `{"compatibilityLevel": L}`, MODE `{"mode": M}`, DELETE_SUBJECT `{"subject","version"}`;
 a null value is a tombstone (permanent delete of a version, removal of a config or mode).
-NOOP records carry a null value and only mark a position in the log.
+NOOP records carry a null value and only mark a position in the log. Two more key types that
+Confluent Schema Registry writes are known: `CLEAR_SUBJECT` (`{"subject"}`; written when a
+subject is switched to IMPORT mode: readers drop its soft-deleted versions) and `CONTEXT`
+(`{"tenant","context"}`: a schema context exists; meaningful only inside the registry that
+wrote it). A SCHEMA value keeps the JSON object it was read from (`raw`), so fields this
+code does not know (`metadata`, `ruleSet`, ...) are written back unchanged.
 """
 
 from __future__ import annotations
@@ -56,7 +61,22 @@ class NoopKey:
     magic = 0
 
 
-Key = Union[SchemaKey, ConfigKey, ModeKey, DeleteSubjectKey, NoopKey]
+@dataclass(frozen=True)
+class ClearSubjectKey:
+    subject: str
+    keytype = "CLEAR_SUBJECT"
+    magic = 0
+
+
+@dataclass(frozen=True)
+class ContextKey:
+    tenant: str | None = None
+    context: str | None = None
+    keytype = "CONTEXT"
+    magic = 0
+
+
+Key = Union[SchemaKey, ConfigKey, ModeKey, DeleteSubjectKey, NoopKey, ClearSubjectKey, ContextKey]
 
 
 @dataclass(frozen=True)
@@ -68,6 +88,7 @@ class SchemaValue:
     schema_type: str = AVRO
     references: tuple[dict, ...] = ()
     deleted: bool = False
+    raw: dict | None = field(default=None, compare=False, hash=False, repr=False)  # the value as read
 
 
 @dataclass(frozen=True)
@@ -86,7 +107,17 @@ class DeleteSubjectValue:
     version: int
 
 
-Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, None]
+@dataclass(frozen=True)
+class ClearSubjectValue:
+    subject: str
+
+
+@dataclass(frozen=True)
+class ContextValue:
+    raw: dict = field(default_factory=dict)
+
+
+Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, ClearSubjectValue, ContextValue, None]
 
 
 @dataclass(frozen=True)
@@ -102,8 +133,10 @@ def encode_key(key: Key) -> bytes:
         obj: dict = {"keytype": key.keytype, "subject": key.subject, "version": key.version, "magic": 1}
     elif isinstance(key, (ConfigKey, ModeKey)):
         obj = {"keytype": key.keytype, "subject": key.subject, "magic": 0}
-    elif isinstance(key, DeleteSubjectKey):
+    elif isinstance(key, (DeleteSubjectKey, ClearSubjectKey)):
         obj = {"keytype": key.keytype, "subject": key.subject, "magic": 0}
+    elif isinstance(key, ContextKey):
+        obj = {"keytype": key.keytype, "tenant": key.tenant, "context": key.context, "magic": 0}
     elif isinstance(key, NoopKey):
         obj = {"keytype": "NOOP", "magic": 0}
     else:
@@ -114,7 +147,13 @@ def encode_key(key: Key) -> bytes:
 def encode_value(value: Value) -> bytes | None:
     if value is None:
         return None
-    if isinstance(value, SchemaValue):
+    if isinstance(value, SchemaValue) and value.raw is not None:
+        # as read, with the fields this code manages set from the value (the subject may be
+        # translated): unknown fields and the order of the known ones stay as they were
+        obj = dict(value.raw)
+        obj.update({"subject": value.subject, "version": value.version, "id": value.id, "schema": value.schema,
+                    "deleted": value.deleted})
+    elif isinstance(value, SchemaValue):
         obj: dict = {"subject": value.subject, "version": value.version, "id": value.id}
         if value.schema_type != AVRO:
             obj["schemaType"] = value.schema_type
@@ -128,6 +167,10 @@ def encode_value(value: Value) -> bytes | None:
         obj = {"mode": value.mode}
     elif isinstance(value, DeleteSubjectValue):
         obj = {"subject": value.subject, "version": value.version}
+    elif isinstance(value, ClearSubjectValue):
+        obj = {"subject": value.subject}
+    elif isinstance(value, ContextValue):
+        obj = dict(value.raw)
     else:
         raise TypeError(f"not a _schemas value: {value!r}")
     return _dumps(obj)
@@ -152,6 +195,10 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
             parsed_key = ModeKey(_opt_str(k, "subject"))
         elif keytype == "DELETE_SUBJECT":
             parsed_key = DeleteSubjectKey(_str(k, "subject"))
+        elif keytype == "CLEAR_SUBJECT":
+            parsed_key = ClearSubjectKey(_str(k, "subject"))
+        elif keytype == "CONTEXT":
+            parsed_key = ContextKey(_opt_str(k, "tenant"), _opt_str(k, "context"))
         elif keytype == "NOOP":
             return Record(NoopKey(), None)
         else:
@@ -182,11 +229,16 @@ def _decode_value(key: Key, v: dict) -> Value:
             schema_type=v.get("schemaType") or AVRO,
             references=tuple(refs),
             deleted=deleted,
+            raw=v,
         )
     if isinstance(key, ConfigKey):
         return ConfigValue(_str(v, "compatibilityLevel"))
     if isinstance(key, ModeKey):
         return ModeValue(_str(v, "mode"))
+    if isinstance(key, ClearSubjectKey):
+        return ClearSubjectValue(_str(v, "subject"))
+    if isinstance(key, ContextKey):
+        return ContextValue(v)
     assert isinstance(key, DeleteSubjectKey)
     return DeleteSubjectValue(_str(v, "subject"), _int(v, "version"))
 

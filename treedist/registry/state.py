@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from treedist.registry.records import (
     ConfigKey,
     ConfigValue,
+    ClearSubjectKey,
     DeleteSubjectKey,
     DeleteSubjectValue,
     ModeKey,
@@ -79,6 +80,14 @@ class RegistryState:
             _put_or_pop(self.configs, key.subject, value.compatibility if isinstance(value, ConfigValue) else None)
         elif isinstance(key, ModeKey):
             _put_or_pop(self.modes, key.subject, value.mode if isinstance(value, ModeValue) else None)
+        elif isinstance(key, ClearSubjectKey):
+            # Confluent: readers drop the subject's soft-deleted versions from their caches
+            versions = self.subjects.get(key.subject, {})
+            for number, v in list(versions.items()):
+                if v.deleted:
+                    del versions[number]
+            if not versions:
+                self.subjects.pop(key.subject, None)
         elif isinstance(key, DeleteSubjectKey) and isinstance(value, DeleteSubjectValue):
             versions = self.subjects.get(key.subject, {})
             for number, v in list(versions.items()):

@@ -45,3 +45,19 @@ def test_diff_exit_codes_and_json(local_kafka, start_registry, schemas_topic, tm
     assert json.loads(same.stdout)["subjects"][0]["clusters"]["c2"] == {"subject": "orders-value", "versions": [[1, 1]]}
     table = subprocess.run([TREEDIST, "schemas", "diff", "-c", str(config)], capture_output=True, text=True, timeout=60)
     assert table.returncode == 0 and "acme-orders-value" in table.stdout
+
+
+def test_diff_exits_2_naming_a_registry_that_does_not_answer(local_kafka, tmp_path):
+    from treedist.local import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    config = tmp_path / "deploy.yaml"
+    config.write_text(yaml.safe_dump({
+        "clusters": {"c1": {"bootstrap_servers": local_kafka.bootstrap["c1"]}, "c2": {"bootstrap_servers": local_kafka.bootstrap["c2"]}},
+        "tree": {"level": 1, "children": ["c1", "c2"]},
+        "topics": {"names": ["orders"]},
+        "schemas": {"primary": "c1", "registries": {"c1": dead, "c2": dead}},
+    }))
+    result = subprocess.run([TREEDIST, "schemas", "diff", "-c", str(config)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert dead in result.stderr and "Traceback" not in result.stderr, result.stderr

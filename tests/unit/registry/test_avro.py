@@ -62,3 +62,15 @@ def test_an_unknown_level_is_42203():
     with pytest.raises(InvalidCompatibilityLevel) as err:
         incompatibilities("SIDEWAYS", parse(V1), [parse(V1)])
     assert err.value.code == 42203
+
+
+def test_forward_and_full_transitive_check_every_live_version():
+    # v1 {a, b} (b without default), v2 {a}, v3 {a}: v2 reads v3 data (FORWARD, FULL against the
+    # latest hold); v1 cannot (it needs b, which v3 data lacks and v1 has no default for).
+    v1 = record("P", ("a", "int"), ("b", "int"))
+    v2 = record("P", ("a", "int"))
+    v3 = record("P", ("a", "int"))
+    for level in ("FORWARD", "FULL"):
+        assert incompatibilities(level, parse(v3), [parse(v1), parse(v2)]) == [], level
+        problems = incompatibilities(f"{level}_TRANSITIVE", parse(v3), [parse(v1), parse(v2)])
+        assert problems and all("live version #1" in p for p in problems), (level, problems)

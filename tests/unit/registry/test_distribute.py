@@ -126,3 +126,35 @@ def test_invariant_ids_on_the_target_are_the_primarys(log):
     distribute(log, target)
     for schema_id, stored in target.schemas.items():
         assert primary.schemas.get(schema_id) == stored
+
+
+def test_confluents_clear_subject_and_context_records_are_known_one_copied_one_not():
+    from treedist.registry.records import ClearSubjectKey, ClearSubjectValue, ContextKey, decode, encode
+
+    clear = decode(b'{"keytype":"CLEAR_SUBJECT","subject":"acme-prod-eu-orders-value","magic":0}',
+                   b'{"subject":"acme-prod-eu-orders-value"}')
+    context = decode(b'{"keytype":"CONTEXT","tenant":"default","context":".ctx","magic":0}', b'{}')
+    assert clear == Record(ClearSubjectKey("acme-prod-eu-orders-value"), ClearSubjectValue("acme-prod-eu-orders-value"))
+    assert isinstance(context.key, ContextKey) and decode(*encode(context)) == context
+    # a target with a soft-deleted version of the subject gets the clear, translated; it drops the version
+    target = apply(apply(RegistryState(), schema("acme-eu-orders-value", 1, 7)), schema("acme-eu-orders-value", 1, 7, deleted=True))
+    copy = copy_for_target(clear, NAMING, "c1", "c4", target)
+    assert copy.record == Record(ClearSubjectKey("acme-eu-orders-value"), ClearSubjectValue("acme-eu-orders-value"))
+    assert apply(target, copy.record).versions("acme-eu-orders-value", deleted=True) == []
+    assert copy_for_target(clear, NAMING, "c1", "c4", target).record is None  # nothing left to clear
+    assert copy_for_target(context, NAMING, "c1", "c4", RegistryState()).record is None  # meaningless elsewhere
+
+
+@given(st.dictionaries(st.sampled_from(["metadata", "ruleSet", "x-extra", "schemaTagsToAdd"]),
+                       st.one_of(st.none(), st.integers(), st.text(max_size=5), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)),
+                       max_size=3))
+def test_invariant_fields_this_code_does_not_know_survive_a_copy(extra):
+    from treedist.registry.records import decode, encode
+    import json
+
+    value = {"subject": "acme-prod-eu-orders-value", "version": 2, "id": 9, "schema": '"string"', "deleted": False, **extra}
+    record = decode(b'{"keytype":"SCHEMA","subject":"acme-prod-eu-orders-value","version":2,"magic":1}', json.dumps(value).encode())
+    copy = copy_for_target(record, NAMING, "c1", "c4", RegistryState())
+    _, written = encode(copy.record)
+    assert json.loads(written) == {**value, "subject": "acme-eu-orders-value"}
+    assert list(json.loads(written)) == list(value)  # the order of the fields too
