@@ -27,7 +27,6 @@ from treedist.config import parse_deployment
 from treedist.local import LocalClusters
 from treedist.local.demo import DemoWorkload
 from treedist.local.deployment import local_deployment
-from treedist.local.launcher import start_broker, stop_pid, wait_ready
 from treedist.ops.logs import setup_logging
 from treedist.ops.serve import serve
 from treedist.ops.snapshot import StatusJob, StatusSource
@@ -39,7 +38,6 @@ pytestmark = pytest.mark.e2e
 TOPIC = "ops"
 BATCH = 500  # max_records_per_trigger: lag moves by at most this per batch
 NAMES = ["c1", "c2", "c3", "c4"]
-SCREENSHOT = Path(__file__).resolve().parents[3] / "docs" / "images" / "web-view.png"
 
 
 @pytest.fixture(scope="module")
@@ -150,36 +148,12 @@ def test_browser_draws_the_tree_and_rates_change(live):
             while rates() == first and time.monotonic() < deadline:
                 page.wait_for_timeout(1000)
             assert rates() != first, "no rate changed while records flowed"
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            shot = live["base"] / "web-view.png"  # docs/images/web-view.png comes from scripts/screenshot-web-view
+            page.screenshot(path=str(shot), full_page=True)
+            data = shot.read_bytes()
+            assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a drawn page, not a blank one
         finally:
             browser.close()
-
-
-def test_outage_marks_cluster_unreachable_lag_grows_then_falls_and_logs_stay_quiet(live):
-    """One cluster down for 20 s (scripts/outage-demo does the 60 s case by hand)."""
-    source, clusters = live["source"], live["clusters"]
-    into_c4 = lambda snap: sum(l["lag_records"] or 0 for l in snap["links"] if l["target"] == "c4")
-    log_before = _lines(live["log_file"])
-    broker = clusters.brokers["c4"]
-    stop_pid(broker.pid)
-    stopped_at = time.monotonic()
-    try:
-        snap = _wait(lambda: (s := source.refresh()) and not s["clusters"]["c4"]["reachable"] and s, 30, "c4 unreachable")
-        assert {l["distributor"] for l in snap["links"] if l["state"] == "waiting"} >= {"c3-L1", "c2-L3", "c4-L1", "c4-L3"}
-        low = into_c4(snap)
-        snap = _wait(lambda: (s := source.refresh()) and into_c4(s) > low and s, 30, "lag into c4 to grow")
-        high = into_c4(snap)
-        time.sleep(max(0.0, stopped_at + 20 - time.monotonic()))
-    finally:
-        restarted = start_broker("c4", Path(broker.data_dir).parent, port=broker.port)
-        clusters.brokers["c4"] = restarted
-        wait_ready(restarted, timeout=60)
-    outage_lines = _lines(live["log_file"]) - log_before
-    _wait(lambda: (s := source.refresh()) and s["clusters"]["c4"]["reachable"] and into_c4(s) < high, 180,
-          "lag into c4 to fall after it returned")
-    assert high > low
-    assert outage_lines < 50, Path(live["log_file"]).read_text()[-5000:]
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""One cluster down for 60 s under `treedist run -c` as an operator runs it (a subprocess with
+every pipeline: the record queries, offset distribution, topic sync, the schema distributor;
+metrics and the web view on): fewer than 50 lines of output for the outage (everything the
+process and its Spark JVM and Python workers print, plus its log file), the web view's JSON,
+`treedist status` and the page in a real browser mark the cluster unreachable, lag into it
+grows during the outage and falls after it returns, and nothing is lost."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from treedist.config import parse_deployment
+from treedist.local import LocalClusters
+from treedist.local.demo import DemoWorkload
+from treedist.local.deployment import local_deployment
+from treedist.local.launcher import free_port, start_broker, stop_pid, wait_ready
+
+from tests.e2e.workload import create_topic_everywhere, wait_until_complete
+
+pytestmark = pytest.mark.e2e
+TREEDIST = str(Path(sys.executable).parent / "treedist")
+NAMES = ["c1", "c2", "c3", "c4"]
+TOPIC = "quiet"
+OUTAGE_S = 60
+
+
+def _json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(errors="replace").splitlines()) if path.exists() else 0
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _into_c4(snap: dict) -> int:
+    return sum(link["lag_records"] or 0 for link in snap["links"] if link["target"] == "c4")
+
+
+def test_a_cluster_down_for_60_s_is_quiet_marked_unreachable_lag_grows_then_falls_nothing_lost(tmp_path):
+    clusters = LocalClusters.start(NAMES, tmp_path / "clusters")
+    run = None
+    try:
+        create_topic_everywhere(clusters.bootstrap, TOPIC, 2)
+        spec = local_deployment(clusters.bootstrap, topics=[TOPIC], checkpoint_location=str(tmp_path / "checkpoints"),
+                                distributor={"trigger_interval": "1 second"}, offsets={"poll_interval": "2s"},
+                                schemas={"primary": "c1"})
+        config = tmp_path / "deployment.yaml"
+        config.write_text(yaml.safe_dump(spec))
+        ui, metrics = free_port(), free_port()
+        output, log_file = tmp_path / "output.txt", tmp_path / "treedist.log"
+        with output.open("w") as out:
+            run = subprocess.Popen([TREEDIST, "run", "-c", str(config), "--ui-port", str(ui), "--metrics-port", str(metrics),
+                                    "--log-file", str(log_file)], stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        api = f"http://127.0.0.1:{ui}/api/status"
+
+        def up() -> dict | None:
+            assert run.poll() is None, output.read_text()[-3000:]
+            try:
+                snap = _json(api)
+            except OSError:
+                return None
+            return snap if all(link["last_batch"] is not None for link in snap["links"]) else None
+
+        _wait(up, 240, "every link's first batch")
+        workload = DemoWorkload({n: {"bootstrap.servers": clusters.bootstrap[n]} for n in NAMES[:3]}, TOPIC, rate=60)
+        workload.start()
+        try:
+            time.sleep(5)
+            lines_before = _lines(output) + _lines(log_file)
+            broker = clusters.brokers["c4"]
+            stop_pid(broker.pid)
+            stopped_at = time.monotonic()
+            snap = _wait(lambda: (s := _json(api)) and not s["clusters"]["c4"]["reachable"] and s, 30, "c4 unreachable")
+            low = _into_c4(snap)
+            # the operator's views: `treedist status` from another shell and the page in a browser
+            status = json.loads(subprocess.run([TREEDIST, "status", "-c", str(config), "--json"], capture_output=True,
+                                               text=True, timeout=120).stdout)
+            assert status["clusters"]["c4"]["reachable"] is False
+            assert {l["distributor"] for l in status["links"] if l["state"] == "waiting"} >= {"c3-L1", "c2-L3"}
+            assert _page_marks_unreachable(f"http://127.0.0.1:{ui}/", "c4")
+            high = _into_c4(_wait(lambda: (s := _json(api)) and _into_c4(s) > low and s, 30, "lag into c4 to grow"))
+            time.sleep(max(0.0, stopped_at + OUTAGE_S - time.monotonic()))
+        finally:
+            restarted = start_broker("c4", Path(broker.data_dir).parent, port=broker.port)
+            clusters.brokers["c4"] = restarted
+            wait_ready(restarted, timeout=60)
+            clusters.save()
+        _wait(lambda: (s := _json(api)) and s["clusters"]["c4"]["reachable"] and _into_c4(s) < high, 180,
+              "lag into c4 to fall after it returned")
+        outage_lines = _lines(output) + _lines(log_file) - lines_before  # the outage and the recovery
+        workload.stop()
+        report = wait_until_complete(parse_deployment(spec), TOPIC, timeout=240)
+        assert all((c.missing, c.unexpected) == (0, 0) for c in report.clusters), report
+        assert high > low
+        # The log file repeats stderr's log lines: both are counted, so the output itself is
+        # well under the bound.
+        assert outage_lines < 50, output.read_text()[-6000:]
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) == 0, output.read_text()[-3000:]
+    finally:
+        if run is not None and run.poll() is None:
+            run.kill()
+            run.wait(30)
+        clusters.stop()
+
+
+def _page_marks_unreachable(url: str, cluster: str) -> bool:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    assert chromium, "scripts/bootstrap installs Debian's chromium"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            page.wait_for_selector(f"svg g.cluster.down[data-cluster='{cluster}']", timeout=30_000)
+            return "(unreachable)" in page.inner_text(f"svg g.cluster[data-cluster='{cluster}']")
+        finally:
+            browser.close()
