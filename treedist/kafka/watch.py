@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 from treedist.kafka.admin import metadata
 from treedist.kafka.errors import ClusterUnreachable
 from treedist.kafka.offsets import TopicPartitionKey
+from treedist.kafka.logs import client_logger
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ def timestamps_at(client_config: Mapping[str, object], positions: Mapping[TopicP
     if not positions:
         return {}
     conf = {k: v for k, v in client_config.items() if k not in ("group.id", "enable.auto.commit")}
-    consumer = Consumer({**conf, "group.id": "treedist-status", "enable.auto.commit": False,
+    consumer = Consumer({"logger": client_logger(), **conf, "group.id": "treedist-status", "enable.auto.commit": False,
                          "enable.auto.offset.store": False, "enable.partition.eof": False})
     try:
         consumer.assign([TopicPartition(tp.topic, tp.partition, offset) for tp, offset in positions.items()])

@@ -25,6 +25,7 @@ from treedist.config import Deployment
 from treedist.kafka.offsets import OffsetReader
 from treedist.local.launcher import free_port
 from treedist.registry.serve import RegistryServer, role_of, store_for
+from treedist.kafka.logs import client_logger
 
 DEMO_SCHEMA = json.dumps({
     "type": "record", "name": "DemoEvent", "namespace": "treedist.demo",
@@ -79,7 +80,8 @@ def decode_check(deployment: Deployment, topic: str, timeout_s: float = 60.0) ->
         ends = OffsetReader(conf, cluster=cluster, timeout_s=10.0).watermarks(physical)
         decode = AvroDeserializer(SchemaRegistryClient({"url": url}))
         ctx = SerializationContext(physical, MessageField.VALUE)
-        consumer = Consumer({**conf, "group.id": f"treedist-demo-decode-{uuid.uuid4().hex}", "enable.auto.commit": False})
+        consumer = Consumer({"logger": client_logger(), **conf, "group.id": f"treedist-demo-decode-{uuid.uuid4().hex}",
+                             "enable.auto.commit": False})
         consumer.assign([TopicPartition(physical, p, low) for p, (low, high) in ends.items() if high > low])
         left = {p: high for p, (low, high) in ends.items() if high > low}
         records = failures = 0

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from treedist.kafka.offsets import _CONSUMER_ONLY
 from treedist.topology.offsets import MetadataKind, parse_commit_metadata
+from treedist.kafka.logs import client_logger
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class GroupSwitch:
                             translated_after_s=self.translated_after_s)
 
     def _consumer(self, cluster: str) -> Consumer:
-        consumer = Consumer({**self.clients[cluster], "group.id": self.group, "enable.auto.commit": False,
+        consumer = Consumer({"logger": client_logger(), **self.clients[cluster], "group.id": self.group, "enable.auto.commit": False,
                              "auto.offset.reset": "earliest"})
         consumer.subscribe([self.topic])
         return consumer
@@ -107,7 +108,7 @@ class GroupSwitch:
 
     def _await_translation(self, switched_ms: float) -> None:
         conf = {k: v for k, v in self.clients[self.second].items() if k not in _CONSUMER_ONLY}
-        admin = AdminClient(conf)
+        admin = AdminClient({"logger": client_logger(), **conf})
         deadline = time.monotonic() + self.translation_timeout_s
         started = time.monotonic()
         while time.monotonic() < deadline:

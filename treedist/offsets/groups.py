@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from treedist.kafka.errors import ClusterUnreachable
 from treedist.kafka.offsets import _CONSUMER_ONLY
 from treedist.kafka.retry import with_retries
+from treedist.kafka.logs import client_logger
 
 log = logging.getLogger(__name__)
 TP = tuple[str, int]  # (physical topic, partition)
@@ -45,7 +46,7 @@ class GroupClient:
         self._conf = dict(client_config)
         self._timeout_s = timeout_s
         self._attempts = attempts
-        self._admin = AdminClient({k: v for k, v in self._conf.items() if k not in _CONSUMER_ONLY})
+        self._admin = AdminClient({"logger": client_logger(), **{k: v for k, v in self._conf.items() if k not in _CONSUMER_ONLY}})
         self._consumer: Consumer | None = None
 
     def _retry(self, call, what: str):
@@ -220,7 +221,7 @@ class GroupClient:
             # hold no record (compacted, transaction markers) then end a read instead of a wait
             conf.update({"group.id": f"treedist-offsets-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
                          "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-            self._consumer = Consumer(conf)
+            self._consumer = Consumer({"logger": client_logger(), **conf})
         return self._consumer
 
     def close(self) -> None:

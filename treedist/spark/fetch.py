@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from treedist.spark.errors import SparkSourceError
 from treedist.spark.offsets import OffsetRange
 from treedist.spark.schema import HEADER_ARROW_TYPE, HEADERS_ARROW_TYPE, KAFKA_ARROW_SCHEMA
+from treedist.kafka.logs import client_logger
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ _NO_HEADERS: tuple = ()
 
 def read_range(kafka_conf: Mapping[str, str], rng: OffsetRange, poll_timeout_s: float) -> Iterator[pa.RecordBatch]:
     """Yield the records of `rng` in offset order as RecordBatches of KAFKA_ARROW_SCHEMA."""
-    consumer = Consumer(dict(kafka_conf))
+    consumer = Consumer({"logger": client_logger(), **dict(kafka_conf)})
     tp = TopicPartition(rng.topic, rng.partition, rng.from_offset)
     try:
         consumer.assign([tp])

@@ -27,6 +27,7 @@ from treedist.kafka.retry import with_retries
 from treedist.verify.digest import record_digest, split_headers
 from treedist.verify.errors import ClusterReadError, ReadTimeout, TopicNotFound
 from treedist.verify.summary import ClusterRecords, SummaryBuilder
+from treedist.kafka.logs import client_logger
 
 BATCH = 10_000
 DEFAULT_IDLE_TIMEOUT = 30.0
@@ -57,7 +58,7 @@ def read_cluster(
     *,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     batch: int = BATCH,
-    consumer_factory: ConsumerFactory = lambda conf: Consumer(dict(conf)),
+    consumer_factory: ConsumerFactory = lambda conf: Consumer({"logger": client_logger(), **dict(conf)}),
     progress: Progress | None = None,
 ) -> ClusterRecords:
     """Summarise `topic` on `cluster` from earliest to the high watermarks at the start.
