@@ -13,6 +13,7 @@ on all four clusters throughout, and at the end every cluster holds every record
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -147,6 +148,16 @@ def test_three_workers_share_every_unit_each_run_once(plane):
     counts = {name: sum(1 for u in snap["units"] if u["running_on"] == name) for name in ("w1", "w2", "w3")}
     assert {w["name"] for w in snap["workers"]} == {"w1", "w2", "w3"} and max(counts.values()) - min(counts.values()) <= 1, counts  # fair
     assert sum(1 for w in snap["workers"] if w["leader"]) == 1 and snap["leader"] in counts
+    # `treedist status` shows workers (labels, lease age, CPU, RSS), the leader, assignments and per-unit figures
+    shown = subprocess.run([TREEDIST, "status", "-c", str(plane["config"]), "--json"], capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+    assert shown.returncode == 0, shown.stderr
+    control = json.loads(shown.stdout)["control"]
+    assert control["leader"] == snap["leader"] and len(control["deployment_id"]) == 22
+    assert {w["name"] for w in control["workers"]} == {"w1", "w2", "w3"}
+    assert all(w["lease_age_s"] >= 0 and w["rss_bytes"] > 0 and w["cpu"] is not None for w in control["workers"])
+    assert {u["unit"]: u["assigned_to"] for u in control["units"]} == {u["unit"]: u["assigned_to"] for u in snap["units"]}
+    assert all("records_per_s" in u and "lag_records" in u for u in control["units"])
     # every worker's own view agrees with etcd: the units it runs are the ones claimed by it
     for name in ("w1", "w2", "w3"):
         view = plane["pool"].workers[name].view()

@@ -124,7 +124,9 @@ class MetadataCache:
         self._notify()
 
     def _follow(self) -> None:
-        watch = self.client.watch(self.prefix, start_revision=self.revision + 1)
+        # A quiet prefix ends the watch after resync_interval_s (its read times out), a busy
+        # one at the first event after the timer cancelled it: either way, back to step 1.
+        watch = self.client.watch(self.prefix, start_revision=self.revision + 1, idle_timeout_s=self.resync_interval_s)
         self._watch = watch
         self._timer = threading.Timer(self.resync_interval_s, self._cancel_watch)
         self._timer.daemon = True

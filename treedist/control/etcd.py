@@ -263,8 +263,10 @@ class EtcdClient:
     def compact(self, revision: int) -> None:
         self._call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
 
-    def watch(self, prefix: str, start_revision: int | None = None) -> "Watch":
-        return Watch(self, prefix, start_revision)
+    def watch(self, prefix: str, start_revision: int | None = None, idle_timeout_s: float | None = None) -> "Watch":
+        """A prefix watch; with `idle_timeout_s` the iteration ends quietly after that long
+        without a message (so a caller can do periodic work on a quiet prefix)."""
+        return Watch(self, prefix, start_revision, idle_timeout_s)
 
     def close(self) -> None:
         self._http.close()
@@ -275,8 +277,10 @@ class Watch:
     `cancel()` (from any thread) ends the iteration. Raises WatchCompacted when the start
     revision is compacted, EtcdUnavailable when the stream cannot be opened or breaks."""
 
-    def __init__(self, client: EtcdClient, prefix: str, start_revision: int | None) -> None:
+    def __init__(self, client: EtcdClient, prefix: str, start_revision: int | None,
+                 idle_timeout_s: float | None = None) -> None:
         self.client, self.prefix = client, prefix
+        self.idle_timeout_s = idle_timeout_s
         self.revision = (start_revision or 1) - 1
         self._start = start_revision
         self._cancelled = threading.Event()
@@ -298,7 +302,7 @@ class Watch:
         if self._start:
             request["start_revision"] = str(self._start)
         endpoint = self.client.endpoints[self.client._preferred]
-        self._http = httpx.Client(timeout=httpx.Timeout(self.client.timeout_s, read=None))
+        self._http = httpx.Client(timeout=httpx.Timeout(self.client.timeout_s, read=self.idle_timeout_s))
         try:
             with self._http.stream("POST", endpoint + "/v3/watch", json={"create_request": request}) as response:
                 self._response = response
@@ -310,6 +314,8 @@ class Watch:
                     events = self._events(json.loads(line))
                     if events:
                         yield events
+        except httpx.ReadTimeout:
+            return  # quiet for idle_timeout_s: the iteration ends, the caller goes on
         except (httpx.TransportError, httpx.StreamError, OSError, RuntimeError) as err:
             if self._cancelled.is_set():
                 return
