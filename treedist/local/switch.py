@@ -43,6 +43,7 @@ class GroupSwitch:
         self.seen: dict[str, set[int]] = {first: set(), second: set()}
         self.translated_after_s: float | None = None
         self._last = 0.0  # monotonic time of the last record read
+        self._committed_ms: dict[int, float] = {}  # partition -> wall clock of the commit that last moved it
         self._switch = threading.Event()
         self._stop = threading.Event()
         self._error: BaseException | None = None
@@ -80,12 +81,16 @@ class GroupSwitch:
 
     def _read(self, consumer: Consumer, cluster: str) -> None:
         batch = consumer.consume(num_messages=500, timeout=0.5)
+        moved = set()
         for msg in batch:
             if msg.error() is None:
                 self.seen[cluster].add(_seq(msg))
                 self._last = time.monotonic()
+                moved.add(msg.partition())
         if batch:
             consumer.commit(asynchronous=False)
+            now = time.time() * 1000
+            self._committed_ms.update({p: now for p in moved})
 
     def _run(self) -> None:
         try:
@@ -95,8 +100,10 @@ class GroupSwitch:
                     self._read(consumer, self.first)
             finally:
                 consumer.close()  # the group leaves the first cluster: its last commit stays
-            switched_ms = time.time() * 1000
-            self._await_translation(switched_ms)
+            # Translated means: for every partition, the second cluster holds treedist's commit
+            # made after the commit that last moved the group there (the switch itself commits
+            # nothing new: a partition's last commit may have been translated before it).
+            self._await_translation(dict(self._committed_ms))
             consumer = self._consumer(self.second)
             try:
                 while not self._stop.is_set():
@@ -106,15 +113,16 @@ class GroupSwitch:
         except BaseException as err:  # re-raised by finish() on the caller's thread
             self._error = err
 
-    def _await_translation(self, switched_ms: float) -> None:
+    def _await_translation(self, moved_ms: dict[int, float]) -> None:
         conf = {k: v for k, v in self.clients[self.second].items() if k not in _CONSUMER_ONLY}
         admin = AdminClient({"logger": client_logger(), **conf})
         deadline = time.monotonic() + self.translation_timeout_s
         started = time.monotonic()
         while time.monotonic() < deadline:
             result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.group)])[self.group].result(timeout=10)
-            made = [parse_commit_metadata(tp.metadata) for tp in result.topic_partitions if tp.topic == self.topic]
-            if made and all(m.kind is MetadataKind.TREEDIST and (m.metadata.made_ms or 0) >= switched_ms - 1 for m in made):
+            made = {tp.partition: parse_commit_metadata(tp.metadata) for tp in result.topic_partitions if tp.topic == self.topic}
+            if moved_ms and all(p in made and made[p].kind is MetadataKind.TREEDIST and (made[p].metadata.made_ms or 0) >= ms - 1
+                                for p, ms in moved_ms.items()):
                 self.translated_after_s = time.monotonic() - started
                 return
             time.sleep(0.2)
