@@ -14,30 +14,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from treedist.control.procstat import all_processes as _all
+
 _TICK = os.sysconf("SC_CLK_TCK")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _stat(pid: int) -> tuple[int, float, int] | None:
-    """(ppid, cpu seconds (user+system), rss bytes) of a live process, else None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK, int(fields[21]) * _PAGE
-
-
-def _all() -> dict[int, tuple[int, float, int]]:
-    out = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = _stat(int(name))
-            if st is not None:
-                out[int(name)] = st
-    return out
-
-
 _SPAWNED = ("spark-jvm", "driver-or-other", "gone")  # a JVM child that is not one of Spark's Python processes
 
 

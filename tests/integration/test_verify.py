@@ -187,3 +187,35 @@ def test_a_missing_topic_names_the_cluster(deployment, unique_topic) -> None:
     create(deployment, unique_topic)
     with pytest.raises(TopicNotFound, match=r"cluster 'c\d' topic '.*-nope'"):
         verify_topic(deployment, unique_topic + "-nope", idle_timeout=5)
+
+
+def test_cli_table_names_faults_and_duplicates_fail_only_when_strict(deployment, unique_topic, tmp_path) -> None:
+    bad, replayed = unique_topic, unique_topic + "-replayed"
+    spec = local_deployment({c: deployment.cluster(c).bootstrap_servers for c in CLUSTERS}, topics=[bad, replayed])
+    config = tmp_path / "deployment.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    create(deployment, bad)
+    w = faulty(deployment, bad)
+    create(deployment, replayed)
+    r = perfect(deployment, replayed)
+    r.copy("a1", "c2")  # a replayed batch after a crash: a1 arrives on c2 a second time, in order
+    runner, env = CliRunner(), {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+
+    table = runner.invoke(app, ["verify", "-c", str(config), "--topic", bad, "--timeout", "10"], env=env)
+    assert table.exit_code == 1, table.output
+    assert "FAILED" in table.output
+    a2 = w.originals["a2"][0].encode().decode()
+    assert f"out of order {a2} in partition 0" in table.output
+
+    lenient = runner.invoke(app, ["verify", "-c", str(config), "--topic", replayed, "--timeout", "10"], env=env)
+    assert lenient.exit_code == 0, lenient.output
+    assert "nothing lost; 1 duplicates" in lenient.output
+    strict = runner.invoke(app, ["verify", "-c", str(config), "--topic", replayed, "--timeout", "10", "--strict",
+                                 "--json"], env=env)
+    assert strict.exit_code == 1, strict.output
+    out = json.loads(strict.output)
+    assert (out["ok"], out["lossless"], out["clusters"]["c2"]["duplicated"]) == (False, True, 1)
+
+    unknown = runner.invoke(app, ["verify", "-c", str(config), "--topic", replayed, "--cluster", "c9"], env=env)
+    assert unknown.exit_code == 2
+    assert "c9" in unknown.output

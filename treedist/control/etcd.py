@@ -70,6 +70,18 @@ class KeyValue:
                    version=int(kv.get("version", 0)), lease=int(kv.get("lease", 0)))
 
 
+def mapping(kv: KeyValue | None) -> dict:
+    """The JSON object stored in `kv`, or {} when there is no key or its value is not a JSON
+    object (status and assignment records written by another version or by hand)."""
+    if kv is None:
+        return {}
+    try:
+        value = kv.json()
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 @dataclass(frozen=True)
 class WatchEvent:
     kind: Literal["put", "delete"]

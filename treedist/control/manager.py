@@ -34,7 +34,7 @@ from treedist.config import Deployment
 from treedist.control.assign import BalancePolicy, Decision, UnitLoad, WorkerView, decide
 from treedist.control.cache import MetadataCache
 from treedist.control.election import Election
-from treedist.control.etcd import Op
+from treedist.control.etcd import Op, mapping
 from treedist.control.keys import Keys
 from treedist.control.units import units_of
 
@@ -94,8 +94,8 @@ class LoadManager:
         views = []
         for key, kv in sorted(self.cache.snapshot(self.keys.workers_prefix).items()):
             name = key[len(self.keys.workers_prefix):]
-            registration = _json(kv)
-            report = _json(self.cache.get(self.keys.load(name)))
+            registration = mapping(kv)
+            report = mapping(self.cache.get(self.keys.load(name)))
             units = {u: UnitLoad(records_per_s=float(v.get("records_per_s", 0.0)),
                                  bytes_per_s=float(v.get("bytes_per_s", 0.0)),
                                  lag_records=int(v.get("lag_records") or 0))
@@ -114,7 +114,7 @@ class LoadManager:
         return out
 
     def _balance(self) -> dict:
-        return _json(self.cache.get(self.keys.balance))
+        return mapping(self.cache.get(self.keys.balance))
 
     def _changes(self, current: dict[str, tuple[str, str]], decision: Decision) -> list[Op]:
         ops: list[Op] = []
@@ -127,16 +127,6 @@ class LoadManager:
                                   json.dumps({"unit": unit, "worker": worker, "at": self._clock(),
                                               "leader": self.election.name, "term": self.election.term})))
         return ops
-
-
-def _json(kv) -> dict:
-    if kv is None:
-        return {}
-    try:
-        value = kv.json()
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _posted(state: dict) -> dict:

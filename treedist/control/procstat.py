@@ -10,7 +10,7 @@ _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _stat(pid: int) -> tuple[int, float, int] | None:
+def process_stat(pid: int) -> tuple[int, float, int] | None:
     """(ppid, cpu seconds (user + system), rss bytes) of a live process, else None."""
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -20,15 +20,21 @@ def _stat(pid: int) -> tuple[int, float, int] | None:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK, int(fields[21]) * _PAGE
 
 
+def all_processes() -> dict[int, tuple[int, float, int]]:
+    """process_stat of every live process, by PID."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = process_stat(int(name))
+            if st is not None:
+                out[int(name)] = st
+    return out
+
+
 def tree_usage(root: int | None = None) -> tuple[float, int]:
     """(cpu seconds, rss bytes) summed over `root` (default: this process) and its descendants."""
     root = os.getpid() if root is None else root
-    procs = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = _stat(int(name))
-            if st is not None:
-                procs[int(name)] = st
+    procs = all_processes()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in procs.items():
         children.setdefault(ppid, []).append(pid)

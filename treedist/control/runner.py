@@ -31,7 +31,7 @@ from typing import Callable
 
 from treedist.control.cache import MetadataCache
 from treedist.control.errors import ControlError
-from treedist.control.etcd import Compare, EtcdClient, Op
+from treedist.control.etcd import Compare, EtcdClient, Op, mapping
 from treedist.control.keys import Keys
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class UnitRunner:
             return True  # already ours (step 3's last case)
         if not assignment or assignment[0].mod_revision != revision:
             return False  # the assignment changed meanwhile: the next step sees the new one
-        holder = _json(held[0]).get("worker", "?") if held else "?"
+        holder = mapping(held[0]).get("worker", "?") if held else "?"
         if self.waiting.get(unit) != holder:
             log.info("unit %s: assigned here; waiting until worker %s has stopped it", unit, holder)
         self.waiting[unit] = holder
@@ -132,14 +132,6 @@ class UnitRunner:
             self.client.txn([Compare.lease_is(key, self.lease())], [Op.delete(key)])
         except ControlError as err:  # the claim goes with the lease anyway
             log.warning("unit %s: could not release its claim now (%s); it goes when the lease does", unit, err)
-
-
-def _json(kv) -> dict:
-    try:
-        value = kv.json()
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _first_line(err: object) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from treedist.control.etcd import EtcdClient, KeyValue
+from treedist.control.etcd import EtcdClient, mapping
 from treedist.control.keys import Keys
 
 
@@ -23,13 +23,13 @@ def control_snapshot(client: EtcdClient, keys: Keys, now: float | None = None) -
     by_key = {kv.key: kv for kv in kvs}
     leader_kv = by_key.get(keys.leader)
     leader = leader_kv.text() if leader_kv is not None else None
-    reports = {key[len(keys.load_prefix):]: _json(kv) for key, kv in by_key.items() if key.startswith(keys.load_prefix)}
+    reports = {key[len(keys.load_prefix):]: mapping(kv) for key, kv in by_key.items() if key.startswith(keys.load_prefix)}
     workers = []
     for key, kv in sorted(by_key.items()):
         if not key.startswith(keys.workers_prefix):
             continue
         name = key[len(keys.workers_prefix):]
-        reg, report = _json(kv), reports.get(name, {})
+        reg, report = mapping(kv), reports.get(name, {})
         workers.append({
             "name": name, "labels": reg.get("labels", {}), "pid": reg.get("pid"), "host": reg.get("host"),
             "lease_age_s": round(now - reg["started_at"], 1) if reg.get("started_at") else None,
@@ -42,7 +42,7 @@ def control_snapshot(client: EtcdClient, keys: Keys, now: float | None = None) -
         if key.startswith(keys.assignments_prefix):
             worker, unit = keys.parse_assignment(key)
             assigned[unit] = worker
-    running = {key[len(keys.running_prefix):]: _json(kv).get("worker") for key, kv in by_key.items()
+    running = {key[len(keys.running_prefix):]: mapping(kv).get("worker") for key, kv in by_key.items()
                if key.startswith(keys.running_prefix)}
     units = []
     for unit in sorted(set(assigned) | set(running)):
@@ -60,16 +60,7 @@ def control_snapshot(client: EtcdClient, keys: Keys, now: float | None = None) -
     return {
         "deployment_id": id_kv.text() if id_kv is not None else None,
         "leader": leader, "term": leader_kv.create_revision if leader_kv is not None else None,
-        "workers": workers, "units": units, "balance": _json(by_key.get(keys.balance)),
+        "workers": workers, "units": units, "balance": mapping(by_key.get(keys.balance)),
         "config_revision": config.mod_revision if config is not None else None,
     }
 
-
-def _json(kv: KeyValue | None) -> dict:
-    if kv is None:
-        return {}
-    try:
-        value = kv.json()
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}

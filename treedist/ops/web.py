@@ -38,35 +38,43 @@ def web_app(source: StatusSource) -> Starlette:
     return Starlette(routes=[Route("/", index), Route("/api/status", status)])
 
 
-class WebServer:
-    """uvicorn in a daemon thread; `start()` returns once it listens, `stop()` joins it."""
+class ThreadedServer:
+    """uvicorn serving `app` in a daemon thread of the driver; `start()` returns once it
+    listens (or raises `error` naming the address and the flag that picks another port),
+    `stop()` joins it. Signals stay with the caller's StopSignals."""
 
-    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1") -> None:
-        config = uvicorn.Config(web_app(source), host=host, port=port, log_level="warning", access_log=False,
-                                lifespan="off")
+    def __init__(self, app: Starlette, port: int, host: str, *, name: str, what: str, hint: str,
+                 error: type[Exception]) -> None:
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._server.install_signal_handlers = lambda: None  # our StopSignals own SIGINT/SIGTERM
         self.host, self.port = host, port
-        self._thread = threading.Thread(target=self._serve, name="treedist-web", daemon=True)
+        self._what, self._hint, self._error = what, hint, error
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve()), name=name, daemon=True)
 
-    def _serve(self) -> None:
-        asyncio.run(self._server.serve())
-
-    def start(self, timeout_s: float = 10.0) -> "WebServer":
+    def start(self, timeout_s: float = 10.0):
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise OpsError(f"the web view could not listen on {self.host}:{self.port}; is the port in use? "
-                               "Choose another with --ui-port")
+                raise self._error(f"{self._what} could not listen on {self.host}:{self.port}; is the port in use? "
+                                  f"Choose another with {self._hint}")
             time.sleep(0.05)
         self.port = self._server.servers[0].sockets[0].getsockname()[1]
         return self
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}/"
-
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(10)
+
+
+class WebServer(ThreadedServer):
+    """The web view's server (`--ui-port`)."""
+
+    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1") -> None:
+        super().__init__(web_app(source), port, host, name="treedist-web", what="the web view", hint="--ui-port",
+                         error=OpsError)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/"

@@ -21,7 +21,6 @@ from tests.unit.verify.worlds import (
     Rec,
     World,
     copies_of,
-    set_origin,
     summarise,
     with_log,
     worlds,
