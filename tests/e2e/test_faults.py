@@ -77,3 +77,76 @@ def test_a_source_down_and_back_then_a_broker_restart_lose_nothing(spark, unique
             app.stop()
     finally:
         clusters.stop()
+
+
+def test_a_topic_deleted_on_a_target_is_named_waited_for_and_copied_again_once_it_exists(spark, unique_topic, tmp_path):
+    """Topic sync off, so the topic stays deleted until the operator creates it again: the
+    links that copy to it stop with an error naming the cluster and topic and wait for it
+    (not counted as failures); once it exists, it gets every record written meanwhile.
+    The copies the deleted topic held are gone with it (the operator's act): exactly those
+    are missing there, and nothing is missing anywhere else. (With topic sync on, the sync
+    creates it again within its interval; measured in docs/faults.md.)"""
+    from treedist.kafka import admin_client
+    from treedist.verify import verify_topic
+
+    clusters = LocalClusters.start(CLUSTERS, tmp_path / "brokers")
+    try:
+        bootstrap = clusters.bootstrap
+        create_topic_everywhere(bootstrap, unique_topic, 3)
+        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "cp"),
+                                distributor={"trigger_interval": "200 milliseconds"})
+        spec["topics"]["sync"] = {"enabled": False}
+        deployment = parse_deployment(spec)
+        app = DistributionApp(deployment, spark)
+        app.start()
+        try:
+            writers = {c: bootstrap[c] for c in CLUSTERS if c != "c4"}  # c4 writes nothing: its topic goes
+            before = produce_concurrently(writers, unique_topic, 200, 3)
+            report = wait_until_complete(deployment, unique_topic, timeout=180, check=app.check)
+            _assert_nothing_lost(report, before)
+
+            admin = admin_client({"bootstrap.servers": bootstrap["c4"]})
+            [f.result(30) for f in admin.delete_topics([unique_topic]).values()]
+            after = produce_concurrently(writers, unique_topic, 300, 3)
+
+            def named() -> list[str]:
+                return [name for name, s in app.link_states().items()
+                        if f"target cluster 'c4': target topic '{unique_topic}'" in (s.get("last_error") or "")]
+
+            wait_for_links(app, lambda: bool(named()), 180, "a link to name the deleted topic")
+            waiting = f"c4/{unique_topic}"
+            wait_for_links(app, lambda: all(app.link_states()[n]["waiting_on"] == [waiting] for n in named()), 60,
+                           f"the links to wait for {waiting}")
+            settle = time.monotonic() + 10
+            while time.monotonic() < settle:  # waiting, not failing: the restart budget stays untouched
+                app.check()
+                time.sleep(1)
+            states = app.link_states()
+            for name in named():
+                assert (states[name]["state"], states[name]["waiting_on"], states[name]["failures_in_window"]) == (
+                    "waiting", [waiting], 0), states[name]
+            assert not app.failed()
+
+            create_topic_everywhere({"c4": bootstrap["c4"]}, unique_topic, 3)
+            created_at = time.monotonic()
+            deadline = created_at + 180
+            while True:
+                app.check()
+                report = verify_topic(deployment, unique_topic)
+                by = {c.cluster: c for c in report.clusters}
+                if (all(by[c].missing == 0 for c in writers) and by["c4"].missing == before) or time.monotonic() > deadline:
+                    break
+                time.sleep(2)
+            print(f"topic deleted on c4: every record written meanwhile there {time.monotonic() - created_at:.1f} s "
+                  f"after it was created again; duplicates { {c: by[c].duplicated for c in by} }")
+            for name in writers:
+                c = by[name]
+                assert (c.missing, c.unexpected, c.order_violations, c.mismatched) == (0, 0, 0, 0), (name, by)
+            c4 = by["c4"]
+            # exactly the copies the deleted topic held are gone; every record written since is there, in order
+            assert (c4.missing, c4.unexpected, c4.order_violations, c4.mismatched) == (before, 0, 0, 0), by
+            assert c4.records - c4.duplicated == after
+        finally:
+            app.stop()
+    finally:
+        clusters.stop()

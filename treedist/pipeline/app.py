@@ -280,8 +280,8 @@ class DistributionApp:
                     continue
                 self._failed(name, run, now, error_summary(error))
             elif sup.probe_due(now):
-                if sup.on_probe(now, self._unreachable(run.clusters)):
-                    log.info("clusters %s answer again: restarting query %s (%s) from its checkpoint",
+                if sup.on_probe(now, self._blockers(run)):
+                    log.info("%s: there again; restarting query %s (%s) from its checkpoint",
                              ", ".join(sup.waiting_on), name, _names(run))
                     self._restart(run)
             elif sup.restart_due(now):
@@ -290,11 +290,17 @@ class DistributionApp:
     def _failed(self, name: str, run: RunningQuery, now: float, error: str) -> None:
         sup = run.supervision
         unreachable = self._unreachable(run.clusters)
-        state = sup.on_failure(now, error, unreachable)
-        if state is LinkState.WAITING:
+        missing = set() if unreachable else self._missing_target_topics(run)
+        state = sup.on_failure(now, error, unreachable or missing)
+        if state is LinkState.WAITING and unreachable:
             log.warning("query %s (%s) stopped: cluster%s %s unreachable; waiting for %s, next probe in %.0f s "
                         "(not counted as a failure)", name, _names(run), "s" if len(unreachable) > 1 else "",
                         ", ".join(sup.waiting_on), "them" if len(unreachable) > 1 else "it", sup.probe_interval_s)
+        elif state is LinkState.WAITING:
+            log.warning("query %s (%s) stopped: target topic%s %s missing (%s); waiting until %s, next look in "
+                        "%.0f s (not counted as a failure; topic sync creates missing topics when enabled)",
+                        name, _names(run), "s" if len(missing) > 1 else "", ", ".join(sup.waiting_on), error,
+                        "they exist" if len(missing) > 1 else "it exists", sup.probe_interval_s)
         elif state is LinkState.BACKOFF:
             log.warning("query %s (%s) failed (%s); %d of %d failures allowed in %.0f s; restarting from its "
                         "checkpoint in %.0f s", name, _names(run), error, sup.failures_in_window(now),
@@ -371,6 +377,31 @@ class DistributionApp:
     def _restart(self, run: RunningQuery) -> None:
         run.supervision.on_restart()
         run.query = self._start(run.plan, run.counters)
+
+    def _blockers(self, run: RunningQuery) -> set[str]:
+        """What a waiting link still waits for: its clusters that do not answer, else its
+        target topics that are missing (`cluster/topic`). Empty: restart it."""
+        return self._unreachable(run.clusters) or self._missing_target_topics(run)
+
+    def _missing_target_topics(self, run: RunningQuery) -> set[str]:
+        """`target/topic` for every topic the link's source distributes that one of its
+        levels' targets does not have (deleted there, say): the link waits for it instead of
+        spending its restart budget on a batch that cannot be written."""
+        plan = run.plan
+        source = self.health.topics(plan.cluster)
+        if source is None:
+            return set()
+        selected = sorted(t for t in source if plan.selects(t))
+        missing = set()
+        for target in sorted({lp.target for lp in plan.levels}):
+            there = self.health.topics(target)
+            if there is None:
+                continue
+            for topic in selected:
+                name = plan.naming.translate(plan.cluster, topic, target)
+                if name is not None and name not in there:
+                    missing.add(f"{target}/{name}")
+        return missing
 
     def _unreachable(self, clusters: set[str]) -> set[str]:
         """The clusters among `clusters` that do not answer one metadata request now (recorded

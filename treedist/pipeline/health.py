@@ -64,6 +64,19 @@ class ClusterHealth:
                 self._record(cluster, up=False)
         return down
 
+    def topics(self, cluster: str) -> set[str] | None:
+        """The names of the topics `cluster` has now (those whose metadata carries no error),
+        or None when it does not answer (recorded like a probe)."""
+        if cluster not in self._admins:
+            self._admins[cluster] = admin_client(self._clients[cluster])
+        try:
+            md = metadata(cluster, self._admins[cluster], attempts=1, timeout=self.timeout_s)
+        except ClusterUnreachable:
+            self._record(cluster, up=False)
+            return None
+        self._record(cluster, up=True)
+        return {name for name, topic in md.topics.items() if topic.error is None}
+
     def down_for(self, cluster: str) -> float:
         with self._lock:
             since = self._down_since.get(cluster)

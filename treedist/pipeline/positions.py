@@ -117,6 +117,7 @@ def next_positions(
     latest: Mapping[TopicPartitionKey, int],
     registered: Mapping[TopicPartitionKey, int],
     max_records: int | None,
+    reset: Mapping[TopicPartitionKey, int] | None = None,
 ) -> LevelPositions:
     """The end of the next batch: every level advanced to the capped read window's end.
 
@@ -124,9 +125,13 @@ def next_positions(
     `registered`: where partitions new to some level begin (their earliest offset, or
     a migrated position); they are read from the next batch on. Levels not in `levels`
     are dropped (the distributor no longer exists).
+    `reset`: partitions whose topic was deleted and created again (its latest offset fell
+    below the positions): every level starts over at the given offset (the new topic's
+    earliest), read from the next batch on. The only way a position moves back.
     """
+    reset = dict(reset or {})
     wanted = sorted(levels)
-    window_start = {tp: start.window_start(tp) for tp in latest}
+    window_start = {tp: start.window_start(tp) for tp in latest if tp not in reset}
     window_start = {tp: s for tp, s in window_start.items() if s is not None}
     available = {tp: max(window_start[tp], offset) for tp, offset in latest.items() if tp in window_start}
     end = fair_limit(window_start, available, max_records) if max_records else available
@@ -138,6 +143,7 @@ def next_positions(
             positions.setdefault(tp, own.get(tp))
         for tp, offset in registered.items():
             positions.setdefault(tp, offset)
+        positions.update(reset)
         out[level] = KafkaOffsets(positions)
     return LevelPositions(out)
 
@@ -146,7 +152,8 @@ def batch_windows(start: LevelPositions, end: LevelPositions) -> list[PartitionW
     """The windows of the batch (start, end], ordered by topic and partition.
 
     A level copies [its start, its end) of a partition it knew at the start; a partition it
-    only registered in this batch is copied from the next batch on.
+    only registered in this batch is copied from the next batch on, and so is a partition
+    whose position was reset to the start of its recreated topic (end before start).
     """
     ranges: dict[TopicPartitionKey, list[LevelRange]] = {}
     for level, offsets in sorted(end.levels.items()):
@@ -155,10 +162,8 @@ def batch_windows(start: LevelPositions, end: LevelPositions) -> list[PartitionW
             continue
         for tp in offsets:
             lo, hi = begin.get(tp), offsets.get(tp)
-            if lo is None or hi == lo:
+            if lo is None or hi <= lo:  # nothing new, or reset (see next_positions)
                 continue
-            if hi < lo:
-                raise PipelineError(f"level {level}: {tp} end offset {hi} is before start offset {lo}")
             ranges.setdefault(tp, []).append(LevelRange(level, lo, hi))
     return [
         PartitionWindow(tp.topic, tp.partition, min(r.from_offset for r in rs), max(r.until_offset for r in rs), tuple(rs))

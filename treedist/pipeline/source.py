@@ -92,6 +92,8 @@ class DistributorReader(DataSourceStreamReader):
         self._misfits: set[str] = set()
         self._targets: dict[str, object] = {}  # target cluster -> OffsetReader (driver only)
         self._waiting: set[str] = set()  # topics reported as waiting for their targets
+        self._present: set[TopicPartitionKey] = set()  # the source's partitions at the last listing
+        self._gone: set[TopicPartitionKey] = set()  # checkpointed partitions whose topic went away
         self._live: tuple[float, dict[int, str]] = (-1.0, {})  # (mtime, level -> target) of plan.live_targets
 
     def __getstate__(self) -> dict:
@@ -125,16 +127,28 @@ class DistributorReader(DataSourceStreamReader):
         """Driver, before every micro-batch: the end of the next batch (step 1)."""
         begin = LevelPositions.from_dict(start)
         listed = self._partitions()
-        known = begin.partitions()
+        # A checkpointed partition that is not listed now (gone, no longer selected, or its
+        # topic missing on a target since it was deleted there) gets no latest offset: its
+        # positions stay where they are and it is read again once it is listed.
+        known = begin.partitions() & set(listed)
+        # A partition whose topic went away and is listed again belongs to a new topic, even
+        # when that topic already holds more records than were read of the old one.
+        self._gone |= begin.partitions() - self._present
+        back = self._gone & known
+        self._gone -= back
         reader = self._reader()
         latest = reader.offsets(sorted(known), "latest")
-        for tp, offset in latest.items():
-            highest = max(o.get(tp) for o in begin.levels.values() if tp in o)
-            if offset < highest:
-                raise PipelineError(
-                    f"cluster {self.plan.cluster!r}: {tp}: latest offset {offset} is below the checkpointed "
-                    f"offset {highest}; the topic was deleted and recreated or truncated"
-                )
+        read_up_to = {tp: max(o.get(tp) for o in begin.levels.values() if tp in o) for tp in latest}
+        recreated = [tp for tp, offset in latest.items() if offset < read_up_to[tp] or tp in back]
+        reset = reader.offsets(sorted(recreated), "earliest") if recreated else {}
+        for tp, offset in sorted(reset.items()):
+            # Only a deleted and recreated topic (or a broker that lost its log) vanishes from
+            # the listing or has fewer offsets than were read: its records are all new, so read
+            # them from the start. Failing instead would stall the link until the new topic
+            # grew past the old positions and then skip everything before them.
+            log.warning("cluster %s: %s was deleted and created again (latest offset %d, checkpointed %d); "
+                        "reading it from its earliest offset %d", self.plan.cluster, tp, latest[tp],
+                        read_up_to[tp], offset)
         self._latest = latest
         levels = [lp.level for lp in self.plan.levels]
         unregistered = [tp for tp in listed if any(tp not in begin.levels.get(level, {}) for level in levels)]
@@ -142,7 +156,7 @@ class DistributorReader(DataSourceStreamReader):
         if registered:
             log.info("cluster %s: partitions registered at earliest: %s", self.plan.cluster, ", ".join(map(str, sorted(registered))))
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return next_positions(begin, levels, latest, registered, max_records).to_dict()
+        return next_positions(begin, levels, latest, registered, max_records, reset).to_dict()
 
     def reportLatestOffset(self) -> dict | None:
         return KafkaOffsets(self._latest).to_dict() if self._latest else None
@@ -196,6 +210,7 @@ class DistributorReader(DataSourceStreamReader):
         now = time.monotonic()
         if force or now - self._listed_at >= self.plan.topic_refresh_seconds:
             listed = self._reader().partitions(self._selects)
+            self._present = set(listed)
             known = set(self._listing)
             new = [tp for tp in listed if tp not in known]
             ready = self._on_every_target(new) if new else set()
@@ -220,7 +235,8 @@ class DistributorReader(DataSourceStreamReader):
                     if tp.topic not in self._waiting:
                         self._waiting.add(tp.topic)
                         log.warning(
-                            "cluster %s: %s waits until its target %s has %s partition %d (topic sync creates it)",
+                            "cluster %s: %s waits until its target %s has %s partition %d (topic sync creates it; with "
+                            "topics.sync.enabled false, create it there)",
                             self.plan.cluster, tp, target, name, tp.partition,
                         )
         for topic in {tp.topic for tp in ready} & self._waiting:

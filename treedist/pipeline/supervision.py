@@ -3,9 +3,10 @@
 Runs on the driver, called by DistributionApp.check(). The rules:
 
 - **Waiting is not failing.** A query that failed while one of its clusters (its source or a
-  target) does not answer is *waiting* for that cluster: nothing is counted against its
-  restart budget, the clusters are probed again with growing intervals (capped), and the
-  query is restarted as soon as every one of them answers.
+  target) does not answer, or while a target lacks one of its topics (deleted there), is
+  *waiting* for that cluster or topic: nothing is counted against its restart budget, they
+  are probed again with growing intervals (capped), and the query is restarted as soon as
+  every cluster answers and every topic exists.
 - **A restart budget per link and per time window.** Otherwise each failure is recorded; a
   link is restarted after a backoff (doubling from `backoff_s`, capped at `max_backoff_s`) as
   long as at most `max_failures` failures lie within the trailing `window_s`. One failure more
@@ -65,7 +66,8 @@ class Supervision:
         return len(self.failures)
 
     def on_failure(self, now: float, error: str, unreachable: set[str] | frozenset[str]) -> LinkState:
-        """The query ended with `error`; `unreachable` are its clusters that did not answer."""
+        """The query ended with `error`; `unreachable` is what it waits for: its clusters that
+        did not answer, or its missing target topics (`cluster/topic`); empty: a failure."""
         self.last_error = error
         if unreachable:
             self.state = LinkState.WAITING

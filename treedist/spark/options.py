@@ -47,6 +47,10 @@ PRODUCER_DEFAULTS: dict[str, str] = {
     "queue.buffering.max.kbytes": str(1024 * 1024),
     "delivery.timeout.ms": "120000",
     "delivery.report.only.error": "true",
+    # A target topic that is missing (deleted while records flow) must not come back as a
+    # broker-default topic (wrong partition count and configs): topic sync creates it, and
+    # until then the copies fail and the link waits for it.
+    "allow.auto.create.topics": "false",
 }
 _ALIASES = {"request.required.acks": "acks", "message.timeout.ms": "delivery.timeout.ms"}
 

@@ -2,7 +2,8 @@
 
 Named invariants:
 - no level's position ever moves back, and no level passes the broker's latest offset
-  except where it already was;
+  except where it already was; the one exception is a recreated topic's partition, which
+  every level starts over at its new earliest offset, reading nothing of it in that batch;
 - a batch reads at most the read limit, counted from the lowest position of each partition;
 - every (level, offset) of the batch is in exactly one task; a partition is never split
   between tasks (copies keep their order); at most `max_tasks` tasks;
@@ -89,6 +90,17 @@ def test_a_small_batch_is_one_task_and_a_large_one_uses_the_cores():
     large = batch_windows(start, next_positions(start, [1], {tp: 50_000 for tp in TPS}, {}, None))
     assert len(pack_tasks(small, 2, 20_000)) == 1
     assert [sum(w.count for w in g) for g in pack_tasks(large, 2, 20_000)] == [150_000, 150_000]
+
+
+def test_a_recreated_partition_starts_over_in_every_level_and_is_read_from_the_next_batch():
+    gone, other = TPS[0], TPS[1]
+    start = LevelPositions({1: KafkaOffsets({gone: 345, other: 10}), 3: KafkaOffsets({gone: 300, other: 10})})
+    end = next_positions(start, [1, 3], {gone: 6, other: 20}, {}, None, reset={gone: 0})
+    assert {level: end.levels[level].get(gone) for level in (1, 3)} == {1: 0, 3: 0}
+    assert [(w.topic, w.partition) for w in batch_windows(start, end)] == [(other.topic, other.partition)]
+    after = next_positions(end, [1, 3], {gone: 6, other: 20}, {}, None)
+    [window] = batch_windows(end, after)  # the next batch reads the new topic from its start
+    assert (window.topic, window.partition, window.from_offset, window.until_offset) == (gone.topic, gone.partition, 0, 6)
 
 
 def test_the_checkpoint_form_round_trips_and_is_canonical():
