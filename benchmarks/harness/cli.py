@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 
 from benchmarks.harness.results import machine, watchdog
 
@@ -17,7 +19,9 @@ def parser(doc: str, max_seconds: float) -> argparse.ArgumentParser:
 
 
 def begin(args: argparse.Namespace, **quick: object) -> dict:
-    """Apply --quick's smaller settings, arm the watchdog; the run's starting facts."""
+    """Apply --quick's smaller settings, arm the watchdog, make SIGTERM unwind (so the
+    workbench stops the brokers and treedist it started); the run's starting facts."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.quick:
         for name, value in quick.items():
             setattr(args, name, value)

@@ -119,6 +119,38 @@ class DistributorReader(DataSourceStreamReader):
             levels[lp.level] = KafkaOffsets({tp: old.get(tp, offset) for tp, offset in earliest.items()})
         return LevelPositions(levels).to_dict()
 
+    def _restarts(self, begin: LevelPositions, known: set[TopicPartitionKey], latest: dict[TopicPartitionKey, int],
+                  reader) -> dict[TopicPartitionKey, int]:
+        """Partitions whose positions must start over, and where (driver, step 1).
+
+        - A partition that went away (missing from the listing, or gone when its latest
+          offset was asked for) and is back belongs to a new topic (deleted and created
+          again): read it from its earliest offset, even when the new topic already holds
+          more records than were read of the old one.
+        - A partition that never went away but has fewer offsets than were read: the broker
+          lost its last records (a restart before they reached its disk). The records below
+          its latest offset were read; the next ones it gets are new: go on from there.
+          (A topic deleted and created again between two batches looks the same; Kafka's
+          topic IDs would tell them apart, and the local broker has none.)
+        Failing instead would stall the link until the partition grew past the old position
+        and then skip everything before it.
+        """
+        self._gone |= (begin.partitions() - self._present) | (known - set(latest))
+        back = self._gone & set(latest)
+        self._gone -= back
+        read_up_to = {tp: max(o.get(tp) for o in begin.levels.values() if tp in o) for tp in latest}
+        reset = reader.offsets(sorted(back), "earliest") if back else {}
+        for tp, offset in sorted(reset.items()):
+            log.warning("cluster %s: %s was deleted and created again; reading the new topic from its earliest "
+                        "offset %d (read up to %d of the old one)", self.plan.cluster, tp, offset, read_up_to[tp])
+        for tp, offset in sorted(latest.items()):
+            if tp not in reset and offset < read_up_to[tp]:
+                reset[tp] = offset
+                log.warning("cluster %s: %s has fewer records (latest offset %d) than were read (%d): the broker lost "
+                            "its last records; going on from offset %d", self.plan.cluster, tp, offset,
+                            read_up_to[tp], offset)
+        return reset
+
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.plan.max_records_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
@@ -131,24 +163,9 @@ class DistributorReader(DataSourceStreamReader):
         # topic missing on a target since it was deleted there) gets no latest offset: its
         # positions stay where they are and it is read again once it is listed.
         known = begin.partitions() & set(listed)
-        # A partition whose topic went away and is listed again belongs to a new topic, even
-        # when that topic already holds more records than were read of the old one.
-        self._gone |= begin.partitions() - self._present
-        back = self._gone & known
-        self._gone -= back
         reader = self._reader()
         latest = reader.offsets(sorted(known), "latest")
-        read_up_to = {tp: max(o.get(tp) for o in begin.levels.values() if tp in o) for tp in latest}
-        recreated = [tp for tp, offset in latest.items() if offset < read_up_to[tp] or tp in back]
-        reset = reader.offsets(sorted(recreated), "earliest") if recreated else {}
-        for tp, offset in sorted(reset.items()):
-            # Only a deleted and recreated topic (or a broker that lost its log) vanishes from
-            # the listing or has fewer offsets than were read: its records are all new, so read
-            # them from the start. Failing instead would stall the link until the new topic
-            # grew past the old positions and then skip everything before them.
-            log.warning("cluster %s: %s was deleted and created again (latest offset %d, checkpointed %d); "
-                        "reading it from its earliest offset %d", self.plan.cluster, tp, latest[tp],
-                        read_up_to[tp], offset)
+        reset = self._restarts(begin, known, latest, reader)
         self._latest = latest
         levels = [lp.level for lp in self.plan.levels]
         unregistered = [tp for tp in listed if any(tp not in begin.levels.get(level, {}) for level in levels)]
