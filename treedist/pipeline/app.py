@@ -280,7 +280,7 @@ class DistributionApp:
                     continue
                 self._failed(name, run, now, error_summary(error))
             elif sup.probe_due(now):
-                if sup.on_probe(now, self._blockers(run)):
+                if sup.on_probe(now, set().union(*self._blockers(run))):
                     log.info("%s: there again; restarting query %s (%s) from its checkpoint",
                              ", ".join(sup.waiting_on), name, _names(run))
                     self._restart(run)
@@ -289,8 +289,7 @@ class DistributionApp:
 
     def _failed(self, name: str, run: RunningQuery, now: float, error: str) -> None:
         sup = run.supervision
-        unreachable = self._unreachable(run.clusters)
-        missing = set() if unreachable else self._missing_target_topics(run)
+        unreachable, missing = self._blockers(run)
         state = sup.on_failure(now, error, unreachable or missing)
         if state is LinkState.WAITING and unreachable:
             log.warning("query %s (%s) stopped: cluster%s %s unreachable; waiting for %s, next probe in %.0f s "
@@ -378,35 +377,25 @@ class DistributionApp:
         run.supervision.on_restart()
         run.query = self._start(run.plan, run.counters)
 
-    def _blockers(self, run: RunningQuery) -> set[str]:
-        """What a waiting link still waits for: its clusters that do not answer, else its
-        target topics that are missing (`cluster/topic`). Empty: restart it."""
-        return self._unreachable(run.clusters) or self._missing_target_topics(run)
-
-    def _missing_target_topics(self, run: RunningQuery) -> set[str]:
-        """`target/topic` for every topic the link's source distributes that one of its
-        levels' targets does not have (deleted there, say): the link waits for it instead of
-        spending its restart budget on a batch that cannot be written."""
+    def _blockers(self, run: RunningQuery) -> tuple[set[str], set[str]]:
+        """What keeps a link from running, from one metadata request per cluster it uses
+        (recorded in the health monitor too, so its view is fresh when the link restarts):
+        its clusters that do not answer, and, when all of them answer, the target topics it
+        lacks (`cluster/topic`: deleted there, say), for every topic its source distributes.
+        Both empty: restart it."""
+        topics = {cluster: self.health.topics(cluster) for cluster in sorted(run.clusters)}
+        unreachable = {cluster for cluster, names in topics.items() if names is None}
+        if unreachable:
+            return unreachable, set()
         plan = run.plan
-        source = self.health.topics(plan.cluster)
-        if source is None:
-            return set()
-        selected = sorted(t for t in source if plan.selects(t))
+        selected = sorted(t for t in topics[plan.cluster] if plan.selects(t))
         missing = set()
         for target in sorted({lp.target for lp in plan.levels}):
-            there = self.health.topics(target)
-            if there is None:
-                continue
             for topic in selected:
                 name = plan.naming.translate(plan.cluster, topic, target)
-                if name is not None and name not in there:
+                if name is not None and name not in topics[target]:
                     missing.add(f"{target}/{name}")
-        return missing
-
-    def _unreachable(self, clusters: set[str]) -> set[str]:
-        """The clusters among `clusters` that do not answer one metadata request now (recorded
-        in the health monitor too, so its view is fresh when the link restarts)."""
-        return self.health.probe(clusters)
+        return unreachable, missing
 
     def link_states(self) -> dict[str, dict]:
         """Per query: state, clusters waited for, failures in the window, restarts, last error."""

@@ -52,21 +52,12 @@ class ClusterHealth:
 
     def probe(self, clusters: Iterable[str] | None = None) -> set[str]:
         """Probe now; record and return the clusters that did not answer."""
-        down = set()
-        for cluster in sorted(self._clients if clusters is None else clusters):
-            if cluster not in self._admins:
-                self._admins[cluster] = admin_client(self._clients[cluster])
-            try:
-                metadata(cluster, self._admins[cluster], attempts=1, timeout=self.timeout_s)
-                self._record(cluster, up=True)
-            except ClusterUnreachable:
-                down.add(cluster)
-                self._record(cluster, up=False)
-        return down
+        return {cluster for cluster in sorted(self._clients if clusters is None else clusters)
+                if self.topics(cluster) is None}
 
     def topics(self, cluster: str) -> set[str] | None:
-        """The names of the topics `cluster` has now (those whose metadata carries no error),
-        or None when it does not answer (recorded like a probe)."""
+        """One metadata request, recorded as a probe: the names of the topics `cluster` has
+        now (those whose metadata carries no error), or None when it does not answer."""
         if cluster not in self._admins:
             self._admins[cluster] = admin_client(self._clients[cluster])
         try:

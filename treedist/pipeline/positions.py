@@ -125,9 +125,9 @@ def next_positions(
     `registered`: where partitions new to some level begin (their earliest offset, or
     a migrated position); they are read from the next batch on. Levels not in `levels`
     are dropped (the distributor no longer exists).
-    `reset`: partitions whose topic was deleted and created again (its latest offset fell
-    below the positions): every level starts over at the given offset (the new topic's
-    earliest), read from the next batch on. The only way a position moves back.
+    `reset`: partitions whose positions start over at the given offset in every level (a
+    topic deleted and created again: its earliest offset; a broker that lost its last
+    records: its latest), read from the next batch on. The only way a position moves back.
     """
     reset = dict(reset or {})
     wanted = sorted(levels)
