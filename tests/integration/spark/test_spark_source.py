@@ -137,3 +137,9 @@ def test_starting_offsets_latest_reads_only_records_produced_after_the_start(spa
     rows = rows_to_recs(spark.table(name).collect())
     assert [(p, o) for p, o, _ in rows] == [(p, o) for p in range(2) for o in range(4, 7)]
     assert all(rec.value.startswith(b"new-") for _, _, rec in rows)
+
+
+def test_the_shared_session_bounds_idle_python_workers_at_its_cores(spark):
+    from treedist.spark.session import IDLE_POOL_KEY
+
+    assert spark.sparkContext.getConf().get(IDLE_POOL_KEY) == "2"  # local[2,4]

@@ -1,0 +1,30 @@
+"""The session's idle-worker pool follows a local master's cores (driver, pure parsing).
+
+Invariant: a local master with N cores bounds each of Spark's idle Python-worker pools at N
+(the most executor tasks that run at once, so no executor worker is ever evicted); any other
+master leaves Spark's default (its executors' cores are not known on the driver)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from treedist.spark.session import local_cores
+
+
+@pytest.mark.parametrize(
+    "master, cores",
+    [("local", 1), ("local[1]", 1), ("local[2]", 2), ("local[2,4]", 2), ("local[16,3]", 16), (" local[3] ", 3)],
+)
+def test_a_local_master_gives_its_cores(master, cores):
+    assert local_cores(master) == cores
+
+
+def test_a_star_master_gives_the_machines_cores():
+    assert local_cores("local[*]") == local_cores("local[*,4]") == (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("master", ["spark://host:7077", "yarn", "k8s://https://api:6443", "local[2]x", "local[]"])
+def test_any_other_master_gives_none(master):
+    assert local_cores(master) is None
