@@ -161,18 +161,20 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     from treedist.control.etcd import EtcdClient
     from treedist.control.keys import Keys
     from treedist.local.etcd import start_etcd
+    from treedist.local.lock import StateDirLock
     from treedist.local.workers import LocalWorkers
     from treedist.ops.serve import serve
     from treedist.ops.snapshot import StatusSource
     from treedist.verify import verify_topic
 
     clusters_dir = state_dir / "clusters"
-    previous = LocalClusters.load(clusters_dir)  # left running by an earlier --keep-clusters
-    if previous:
-        previous.stop()
-    shutil.rmtree(state_dir, ignore_errors=True)
-    console.print(f"starting 4 local clusters and etcd in {state_dir} ...")
     with ExitStack() as stack:
+        stack.enter_context(StateDirLock(state_dir))  # before anything in state_dir is stopped or wiped
+        previous = LocalClusters.load(clusters_dir)  # left running by an earlier --keep-clusters
+        if previous:
+            previous.stop()
+        shutil.rmtree(state_dir, ignore_errors=True)
+        console.print(f"starting 4 local clusters and etcd in {state_dir} ...")
         clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], clusters_dir)
         if keep_clusters:
             stack.callback(console.print, "local clusters left running; stop them with: "
