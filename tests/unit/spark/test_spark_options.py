@@ -71,3 +71,11 @@ def test_sink_delivery_timeout_follows_librdkafka_alias():
 def test_sink_unknown_option():
     with pytest.raises(SparkOptionError, match="topik"):
         SinkOptions.parse({**B, "topik": "t"})
+
+
+def test_a_replaying_consumer_reads_ahead_one_consume_batch_unless_told_otherwise():
+    from treedist.pipeline.task import CONSUME_BATCH
+    from treedist.spark.options import consumer_settings
+
+    assert consumer_settings({"bootstrap.servers": "b:9092"})["queued.min.messages"] == str(CONSUME_BATCH)
+    assert consumer_settings({"bootstrap.servers": "b:9092", "queued.min.messages": "500"})["queued.min.messages"] == "500"
