@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient

@@ -32,7 +32,6 @@ from treedist.control.keys import Keys
 from treedist.control.status import control_snapshot
 from treedist.local.deployment import local_deployment
 from treedist.local.workers import LocalWorkers
-from treedist.verify import verify_topic
 
 from tests.e2e.workload import create_topic_everywhere
 

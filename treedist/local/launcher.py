@@ -13,7 +13,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
