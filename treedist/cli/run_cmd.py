@@ -23,7 +23,6 @@ from treedist.config import Deployment, parse_deployment
 from treedist.kafka import admin_client, ensure_topics
 from treedist.kafka.offsets import OffsetReader
 from treedist.local import LocalClusters
-from treedist.local import avro_demo
 from treedist.local.demo import DemoWorkload
 from treedist.local.switch import GroupSwitch
 from treedist.local.deployment import write_local_deployment
@@ -159,6 +158,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     then the workers stop, and every cluster is verified."""
     from treedist.cli.verify_cmd import print_report
     from treedist.control.etcd import EtcdClient
+    from treedist.local import avro_demo  # the demo's Avro events only: the registry client costs ~17 MiB
     from treedist.control.keys import Keys
     from treedist.local.etcd import start_etcd
     from treedist.local.lock import StateDirLock
