@@ -158,8 +158,8 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     then the workers stop, and every cluster is verified."""
     from treedist.cli.verify_cmd import print_report
     from treedist.control.etcd import EtcdClient
-    from treedist.local import avro_demo  # the demo's Avro events only: the registry client costs ~17 MiB
     from treedist.control.keys import Keys
+    from treedist.local import avro_demo  # imported here, not at the top: its registry client costs every command ~17 MiB
     from treedist.local.etcd import start_etcd
     from treedist.local.lock import StateDirLock
     from treedist.local.workers import LocalWorkers

@@ -101,9 +101,10 @@ _LOCAL_MASTER = re.compile(r"local\[(\d+|\*)(?:,\d+)?\]")
 
 def local_cores(master: str) -> int | None:
     """The cores of a `local[N]`/`local[N,F]`/`local[*]` master, None for any other master."""
+    master = master.strip()
     if master == "local":
         return 1
-    match = _LOCAL_MASTER.fullmatch(master.strip())
+    match = _LOCAL_MASTER.fullmatch(master)
     if match is None:
         return None
     if match.group(1) == "*":

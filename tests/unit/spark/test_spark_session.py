@@ -15,7 +15,7 @@ from treedist.spark.session import local_cores
 
 @pytest.mark.parametrize(
     "master, cores",
-    [("local", 1), ("local[1]", 1), ("local[2]", 2), ("local[2,4]", 2), ("local[16,3]", 16), (" local[3] ", 3)],
+    [("local", 1), ("local[1]", 1), ("local[2]", 2), ("local[2,4]", 2), ("local[16,3]", 16), (" local[3] ", 3), (" local ", 1)],
 )
 def test_a_local_master_gives_its_cores(master, cores):
     assert local_cores(master) == cores
