@@ -4,7 +4,10 @@ distributor reads the copies and skips them), (c) produce-only into a fresh brok
 one hop's latency at a fixed rate with treedist warm.
 
 Ratios: b/a and b/c (records/s), CPU per record b/a (treedist's process tree: driver, JVM,
-Python workers; against the loop's process; brokers reported apart).
+Python workers; against the loop's process; brokers reported apart). Throughput is measured
+in `--rounds` rounds (default 3), each on fresh brokers: on 2 cores one run's ratios move by
+about +-0.2, so the ratios reported are the rounds' medians, with min, max and every value
+in `ratios_over_rounds`; the latency is measured once, after the last round's copy.
 Run: .venv/bin/python -m benchmarks.single_link [--quick] [--records N] ...
 """
 
@@ -15,7 +18,7 @@ import time
 from benchmarks.harness.kafka import Counts, LandingSampler, LatencyReader, Records, percentiles, preload, produce_at_rate
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness import cli
-from benchmarks.harness.results import log, machine, save
+from benchmarks.harness.results import log, machine, median_and_range, save
 from benchmarks.harness.treedist_run import write_deployment
 from benchmarks.harness.workbench import Workbench
 
@@ -23,49 +26,74 @@ TOPIC, LAT = "bench", "bench-lat"
 
 
 def main(argv=None) -> int:
-    p = cli.parser(__doc__, max_seconds=900)
+    p = cli.parser(__doc__, max_seconds=1800)
     p.add_argument("--records", type=int, default=400_000)
     p.add_argument("--partitions", type=int, default=8)
     p.add_argument("--value-bytes", type=int, default=100)
     p.add_argument("--latency-rate", type=float, default=2000)
     p.add_argument("--latency-seconds", type=float, default=20)
+    p.add_argument("--rounds", type=int, default=3, help="throughput rounds, each on fresh brokers; ratios are their medians")
     args = p.parse_args(argv)
-    facts = cli.begin(args, records=40_000, latency_seconds=5)
+    facts = cli.begin(args, records=40_000, latency_seconds=5, rounds=1)
     records = Records(args.records, args.partitions, args.value_bytes)
     with Workbench() as bench:
-        boot = bench.brokers(["src", "dsta", "dstb", "dstc"], {TOPIC: args.partitions, LAT: args.partitions}, "single")
-        log(f"preloading {records.count} records")
-        preload(boot["src"], TOPIC, records)
-        common = {"topic": TOPIC, "partitions": args.partitions}
+        rounds = [one_round(bench, args, records, i, latency=i == args.rounds - 1) for i in range(args.rounds)]
+    metrics = ("b_over_a", "b_over_c", "cpu_per_record_b_over_a")
+    spread = {m: median_and_range([r["ratios"][m] for r in rounds]) for m in metrics}
+    middle = sorted(rounds, key=lambda r: r["ratios"]["b_over_a"] or 0)[len(rounds) // 2]
+    save("single_link", {
+        **facts,
+        **{k: middle[k] for k in ("a_loop", "b_treedist", "c_produce_only")},
+        "latency_one_hop": rounds[-1]["latency_one_hop"],
+        "ratios": {m: v["median"] for m, v in spread.items()},
+        "ratios_over_rounds": spread,
+        "rounds": [{"a_records_per_second": r["a_loop"]["records_per_second"],
+                    "b_records_per_second_steady": r["b_treedist"]["records_per_second_steady"],
+                    "c_records_per_second": r["c_produce_only"]["records_per_second"],
+                    "a_cpu_us_per_record": r["a_loop"]["cpu_us_per_record"],
+                    "b_cpu_us_per_record": r["b_treedist"]["cpu_us_per_record"], **r["ratios"]} for r in rounds],
+        "machine_at_end": machine(),
+    }, keep=not args.no_save)
+    return 0
 
-        log("(a) hand-written loop")
-        start = bench.meter.mark()
-        proc = bench.loop("loop", "copy", {**common, "src": boot["src"], "dst": boot["dsta"], "count": records.count})
-        a = bench.result(proc, 600)
-        a_window = TreeMeter.between(start, bench.meter.mark()).as_dict()
-        assert Counts(boot["dsta"], TOPIC, args.partitions).total() == records.count
-        a_rate = records.count / a["seconds"]
 
-        log("(c) produce-only")
-        proc = bench.loop("produce", "produce", {**common, "dst": boot["dstc"], "count": records.count, "value_bytes": args.value_bytes})
-        c = bench.result(proc, 600)
-        c_rate = records.count / c["seconds"]
+def one_round(bench: Workbench, args, records: Records, index: int, latency: bool) -> dict:
+    """(a), (c) and (b) on fresh brokers; with `latency`, then one hop's latency with treedist warm."""
+    boot = bench.brokers(["src", "dsta", "dstb", "dstc"], {TOPIC: args.partitions, LAT: args.partitions}, f"single{index}")
+    log(f"round {index + 1} of {args.rounds}: preloading {records.count} records")
+    preload(boot["src"], TOPIC, records)
+    common = {"topic": TOPIC, "partitions": args.partitions}
 
-        log("(b) treedist")
-        config = write_deployment(bench.dir / "single.yaml", {"src": boot["src"], "dstb": boot["dstb"]},
-                                  {"level": 1, "children": ["src", "dstb"]}, [TOPIC, LAT], bench.dir / "ck", args.master)
-        sampler = LandingSampler({"dstb": Counts(boot["dstb"], TOPIC, args.partitions)}, {"dstb": records.count}).start()
-        run = bench.treedist("treedist", config)
-        if not sampler.wait(600, check=run.check):
-            run.check()
-            raise RuntimeError(f"treedist did not copy {records.count} records in time: {sampler.timeline[-1:]}")
-        first, done = sampler.first_any["dstb"], sampler.reached["dstb"]
-        # steady: from the first sample that saw a copy to the one that saw all (Spark's start excluded)
-        landed_at_first = next(v["dstb"] for t, v in sampler.timeline if t >= first)
-        steady_records = records.count - landed_at_first
-        b_window = TreeMeter.between(bench.meter.at(first), bench.meter.at(done)).as_dict()
-        b_rate = steady_records / (done - first) if done > first else None
+    log("(a) hand-written loop")
+    start = bench.meter.mark()
+    proc = bench.loop(f"loop{index}", "copy", {**common, "src": boot["src"], "dst": boot["dsta"], "count": records.count})
+    a = bench.result(proc, 600)
+    a_window = TreeMeter.between(start, bench.meter.mark()).as_dict()
+    assert Counts(boot["dsta"], TOPIC, args.partitions).total() == records.count
+    a_rate = records.count / a["seconds"]
 
+    log("(c) produce-only")
+    proc = bench.loop(f"produce{index}", "produce", {**common, "dst": boot["dstc"], "count": records.count, "value_bytes": args.value_bytes})
+    c = bench.result(proc, 600)
+    c_rate = records.count / c["seconds"]
+
+    log("(b) treedist")
+    config = write_deployment(bench.dir / f"single{index}.yaml", {"src": boot["src"], "dstb": boot["dstb"]},
+                              {"level": 1, "children": ["src", "dstb"]}, [TOPIC, LAT], bench.dir / f"ck{index}", args.master)
+    sampler = LandingSampler({"dstb": Counts(boot["dstb"], TOPIC, args.partitions)}, {"dstb": records.count}).start()
+    run = bench.treedist(f"treedist{index}", config)
+    if not sampler.wait(600, check=run.check):
+        run.check()
+        raise RuntimeError(f"treedist did not copy {records.count} records in time: {sampler.timeline[-1:]}")
+    first, done = sampler.first_any["dstb"], sampler.reached["dstb"]
+    # steady: from the first sample that saw a copy to the one that saw all (Spark's start excluded)
+    landed_at_first = next(v["dstb"] for t, v in sampler.timeline if t >= first)
+    steady_records = records.count - landed_at_first
+    b_window = TreeMeter.between(bench.meter.at(first), bench.meter.at(done)).as_dict()
+    b_rate = steady_records / (done - first) if done > first else None
+
+    latency_result = None
+    if latency:
         log(f"latency at {args.latency_rate}/s for {args.latency_seconds}s")
         reader = LatencyReader(boot["dstb"], LAT, args.partitions)
         reader.start()
@@ -73,24 +101,23 @@ def main(argv=None) -> int:
         produce_at_rate(boot["src"], LAT, args.partitions, args.latency_rate, args.latency_seconds)
         time.sleep(5)
         reader.stop()
-        latency = percentiles(reader.between(started_ms, time.time() * 1000))
-        run.check()
+        latency_result = {"rate": args.latency_rate, **percentiles(reader.between(started_ms, time.time() * 1000))}
+    run.check()
+    run.stop()
+    bench.stop_brokers()
 
-    a_cpu = a_window["cpu_seconds"]["loop"] * 1e6 / records.count
-    b_cpu = b_window["cpu_seconds"]["treedist"] * 1e6 / steady_records if steady_records else None
-    save("single_link", {
-        **facts,
+    a_cpu = a_window["cpu_seconds"][f"loop{index}"] * 1e6 / records.count
+    b_cpu = b_window["cpu_seconds"][f"treedist{index}"] * 1e6 / steady_records if steady_records else None
+    return {
         "a_loop": {"records_per_second": round(a_rate), "cpu_us_per_record": round(a_cpu, 2), "window": a_window},
         "b_treedist": {"records_per_second_steady": round(b_rate) if b_rate else None, "steady_records": steady_records,
                        "first_copy_after_launch_s": round(first - run.started, 2), "cpu_us_per_record": round(b_cpu, 2) if b_cpu else None,
                        "window": b_window},
         "c_produce_only": {"records_per_second": round(c_rate)},
-        "latency_one_hop": {"rate": args.latency_rate, **latency},
+        "latency_one_hop": latency_result,
         "ratios": {"b_over_a": round(b_rate / a_rate, 3) if b_rate else None, "b_over_c": round(b_rate / c_rate, 3) if b_rate else None,
                    "cpu_per_record_b_over_a": round(b_cpu / a_cpu, 3) if b_cpu else None},
-        "machine_at_end": machine(),
-    }, keep=not args.no_save)
-    return 0
+    }
 
 
 if __name__ == "__main__":

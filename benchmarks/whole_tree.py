@@ -5,8 +5,11 @@ producing each level's copies under the same copy-flag rule), each on fresh brok
 Reported per tree and system: records/s delivered to all clusters (copies landed / seconds),
 CPU microseconds per delivered copy (the system's processes; brokers apart), and the ratios
 treedist / loops. `steady` windows start at the first copy landing anywhere (Spark's start-up
-excluded); `wall` windows start at launch.
-Run: .venv/bin/python -m benchmarks.whole_tree [--quick] [--per-cluster N] [--trees reference-4,unbalanced-5]
+excluded); `wall` windows start at launch. Each tree runs `--rounds` rounds (default 3), loops
+then treedist on fresh brokers each: on 2 cores one run's throughput ratio moves by about
++-0.2, so the ratios reported are the rounds' medians (min, max and every value in
+`ratios_over_rounds`), and `loops`/`treedist` are the round with the median throughput ratio.
+Run: .venv/bin/python -m benchmarks.whole_tree [--quick] [--per-cluster N] [--trees reference-4,unbalanced-5] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import threading
 from benchmarks.harness.kafka import Counts, LandingSampler, Records, preload
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness import cli
-from benchmarks.harness.results import log, machine, save
+from benchmarks.harness.results import log, machine, median_and_range, save
 from benchmarks.harness.treedist_run import write_deployment
 from benchmarks.harness.trees import TREES, clusters, levels
 from benchmarks.harness.workbench import Workbench
@@ -33,10 +36,12 @@ def preload_all(boot: dict[str, str], per_cluster: int, partitions: int) -> None
         t.join()
 
 
-def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, partitions: int, master: str, timeout: float) -> dict:
+def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, partitions: int, master: str, timeout: float,
+               round_no: int = 0) -> dict:
     tree = TREES[tree_name]
     names = clusters(tree)
-    boot = bench.brokers(names, {TOPIC: partitions}, f"{tree_name}-{system}")
+    run_id = f"{tree_name}-r{round_no}"  # fresh brokers, processes and files per round
+    boot = bench.brokers(names, {TOPIC: partitions}, f"{run_id}-{system}")
     log(f"{tree_name} / {system}: preloading {per_cluster} records on each of {len(names)} clusters")
     preload_all(boot, per_cluster, partitions)
     total = per_cluster * len(names)
@@ -45,16 +50,16 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
     sampler = LandingSampler(counts, {n: total for n in names})
     start = bench.meter.mark()
     sampler.start()
-    stop_file = bench.dir / f"stop-{tree_name}"
+    stop_file = bench.dir / f"stop-{run_id}"
     if system == "loops":
-        procs = {n: bench.loop(f"{system}:{n}", "fanout", {"cluster": n, "bootstraps": boot, "topic": TOPIC,
+        procs = {n: bench.loop(f"{system}:{n}:{run_id}", "fanout", {"cluster": n, "bootstraps": boot, "topic": TOPIC,
                                                           "partitions": partitions, "levels": levels(tree)[n],
                                                           "stop_file": str(stop_file)}) for n in names}
-        keys = [f"{system}:{n}" for n in names]
+        keys = [f"{system}:{n}:{run_id}" for n in names]
     else:
-        config = write_deployment(bench.dir / f"{tree_name}.yaml", boot, tree, [TOPIC], bench.dir / f"ck-{tree_name}", master)
-        run = bench.treedist(f"treedist:{tree_name}", config)
-        keys = [f"treedist:{tree_name}"]
+        config = write_deployment(bench.dir / f"{run_id}.yaml", boot, tree, [TOPIC], bench.dir / f"ck-{run_id}", master)
+        run = bench.treedist(f"treedist:{run_id}", config)
+        keys = [f"treedist:{run_id}"]
     complete = sampler.wait(timeout, check=run.check if system == "treedist" else lambda: None)
     end = bench.meter.mark()
     breakdown = {k: bench.meter.by_kind(k) for k in keys} if system == "treedist" else None
@@ -74,7 +79,7 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
     wall = TreeMeter.between(start, end)
     own_steady = sum(steady.cpu.get(k, 0.0) for k in keys)
     own_wall = sum(wall.cpu.get(k, 0.0) for k in keys)
-    brokers_steady = sum(v for k, v in steady.cpu.items() if k.startswith(f"broker:{tree_name}-{system}"))
+    brokers_steady = sum(v for k, v in steady.cpu.items() if k.startswith(f"broker:{run_id}-{system}"))
     bench.stop_brokers()
     steady_copies = copies - landed_first
     return {
@@ -94,25 +99,46 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
 
 
 def main(argv=None) -> int:
-    p = cli.parser(__doc__, max_seconds=1800)
+    p = cli.parser(__doc__, max_seconds=3600)
     p.add_argument("--per-cluster", type=int, default=100_000)
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--trees", default="reference-4,unbalanced-5")
+    p.add_argument("--rounds", type=int, default=3, help="rounds per tree, each on fresh brokers; ratios are their medians")
     args = p.parse_args(argv)
-    facts = cli.begin(args, per_cluster=5_000)
+    facts = cli.begin(args, per_cluster=5_000, rounds=1)
     results = {}
     with Workbench() as bench:
         for tree_name in args.trees.split(","):
-            per = {s: run_system(bench, s, tree_name, args.per_cluster, args.partitions, args.master, 900) for s in ("loops", "treedist")}
-            t, l = per["treedist"], per["loops"]
-            per["ratios"] = {
-                "treedist_over_loops_copies_per_second_steady": _ratio(t["copies_per_second_steady"], l["copies_per_second_steady"]),
-                "treedist_over_loops_copies_per_second_wall": _ratio(t["copies_per_second_wall"], l["copies_per_second_wall"]),
-                "cpu_per_copy_treedist_over_loops_steady": _ratio(t["cpu_us_per_copy_steady"], l["cpu_us_per_copy_steady"]),
-            }
-            results[tree_name] = per
+            rounds = []
+            for i in range(args.rounds):
+                per = {s: run_system(bench, s, tree_name, args.per_cluster, args.partitions, args.master, 900, i)
+                       for s in ("loops", "treedist")}
+                t, l = per["treedist"], per["loops"]
+                per["ratios"] = {
+                    "treedist_over_loops_copies_per_second_steady": _ratio(t["copies_per_second_steady"], l["copies_per_second_steady"]),
+                    "treedist_over_loops_copies_per_second_wall": _ratio(t["copies_per_second_wall"], l["copies_per_second_wall"]),
+                    "cpu_per_copy_treedist_over_loops_steady": _ratio(t["cpu_us_per_copy_steady"], l["cpu_us_per_copy_steady"]),
+                }
+                rounds.append(per)
+            results[tree_name] = summarize(rounds)
     save("whole_tree", {**facts, "trees": results, "machine_at_end": machine()}, keep=not args.no_save)
     return 0
+
+
+def summarize(rounds: list[dict]) -> dict:
+    """The round with the median throughput ratio in full, the ratios' medians over the rounds
+    (min, max and every value in `ratios_over_rounds`), and each round's headline figures."""
+    key = "treedist_over_loops_copies_per_second_steady"
+    spread = {m: median_and_range([r["ratios"][m] for r in rounds]) for m in rounds[0]["ratios"]}
+    middle = sorted(rounds, key=lambda r: r["ratios"][key] or 0)[len(rounds) // 2]
+    figures = ("copies_per_second_steady", "cpu_us_per_copy_steady", "broker_cpu_us_per_copy_steady")
+    return {
+        "loops": middle["loops"],
+        "treedist": middle["treedist"],
+        "ratios": {m: v["median"] for m, v in spread.items()},
+        "ratios_over_rounds": spread,
+        "rounds": [{**{f"{s}_{f}": r[s][f] for s in ("loops", "treedist") for f in figures}, **r["ratios"]} for r in rounds],
+    }
 
 
 def _ratio(a, b):

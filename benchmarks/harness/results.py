@@ -48,6 +48,16 @@ def save(scenario: str, document: dict, keep: bool = True) -> Path | None:
     return path
 
 
+def median_and_range(values: list) -> dict:
+    """Median, min, max and every value of one measure over repeated rounds (None: no value)."""
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return {"median": None, "min": None, "max": None, "all": values}
+    mid = len(known) // 2
+    median = known[mid] if len(known) % 2 else round((known[mid - 1] + known[mid]) / 2, 3)
+    return {"median": median, "min": known[0], "max": known[-1], "all": values}
+
+
 def watchdog(seconds: float) -> None:
     """After `seconds`, interrupt the main thread (KeyboardInterrupt: the scenario's `finally`
     blocks stop treedist and the brokers by PID); if it is still running 120 s later, exit."""
