@@ -41,8 +41,14 @@ CHECKPOINT_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.Fil
 # let the serial collector hand unused old-generation memory back after a full collection.
 # Measured at the 4-cluster tree's peak: JVM RSS ~470-480 -> ~400-425 MiB (heap ~120 MiB;
 # metaspace ~125 MiB and ~340 threads make most of the rest).
+# The free ratios were 10 / 30 until 2026-11-24: the old generation then sat ~6 MiB above the
+# live heap (~60 MiB), so a full collection ran every ~5 s and took 100-330 ms on 2 busy
+# cores, stopping every query at once (gc log during the tree-latency benchmark at 2,000
+# rec/s): the tail of a hop's latency. With 30 / 50 one runs every ~15 s; one hop's p99
+# 0.82-0.97 -> 0.60 s, two hops' 0.95-1.09 -> 0.79 s (single runs); the JVM's peak RSS
+# ~418 -> ~438 MiB.
 LEAN_JVM_OPTIONS = (
-    "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms64m -Xmn48m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
+    "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms64m -Xmn48m -XX:MinHeapFreeRatio=30 -XX:MaxHeapFreeRatio=50"
 )
 
 # glibc gives threads that allocate their own malloc arenas (up to 8 per core, each touched
@@ -59,6 +65,17 @@ LEAN_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.sql.streaming.ui.enabled": "false",
     "spark.sql.ui.retainedExecutions": "20",
+    # The status store keeps jobs, stages and tasks even with the UI off (defaults 1,000 jobs,
+    # 1,000 stages, 100,000 tasks per stage, every root RDD of the DAG graphs), and each
+    # micro-batch is a job: bounded here so that a run of days keeps the JVM's old generation
+    # (and the serial collector's full collections) as small as in the first minutes.
+    # treedist reads only the queries' last progress. At 80 s of the latency benchmark the
+    # live heap was ~60 MiB with or without these bounds.
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "500",
+    "spark.ui.dagGraph.retainedRootRDDs": "50",
+    "spark.sql.streaming.numRecentProgressUpdates": "20",
     "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_MANAGER,
     "spark.driver.extraJavaOptions": LEAN_JVM_OPTIONS,
     # Records never enter the JVM (the distributors' copy path is in Python workers): the heap

@@ -143,3 +143,14 @@ def test_the_shared_session_bounds_idle_python_workers_at_its_cores(spark):
     from treedist.spark.session import IDLE_POOL_KEY
 
     assert spark.sparkContext.getConf().get(IDLE_POOL_KEY) == "2"  # local[2,4]
+
+
+def test_the_shared_session_bounds_the_status_store_and_gives_the_old_generation_room(spark):
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.ui.retainedJobs") == "50"
+    assert conf.get("spark.ui.dagGraph.retainedRootRDDs") == "50"
+    java_options = conf.get("spark.driver.extraJavaOptions")
+    assert "-XX:MinHeapFreeRatio=30" in java_options and "-XX:MaxHeapFreeRatio=50" in java_options
+    # The running JVM took them: its old generation may hold 30-50 % free after a collection.
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert "-XX:MinHeapFreeRatio=30" in list(runtime.getInputArguments())
