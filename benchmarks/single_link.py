@@ -18,7 +18,7 @@ import time
 from benchmarks.harness.kafka import Counts, LandingSampler, LatencyReader, Records, percentiles, preload, produce_at_rate
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness import cli
-from benchmarks.harness.results import log, machine, median_and_range, save
+from benchmarks.harness.results import log, machine, over_rounds, save
 from benchmarks.harness.treedist_run import write_deployment
 from benchmarks.harness.workbench import Workbench
 
@@ -38,14 +38,12 @@ def main(argv=None) -> int:
     records = Records(args.records, args.partitions, args.value_bytes)
     with Workbench() as bench:
         rounds = [one_round(bench, args, records, i, latency=i == args.rounds - 1) for i in range(args.rounds)]
-    metrics = ("b_over_a", "b_over_c", "cpu_per_record_b_over_a")
-    spread = {m: median_and_range([r["ratios"][m] for r in rounds]) for m in metrics}
-    middle = sorted(rounds, key=lambda r: r["ratios"]["b_over_a"] or 0)[len(rounds) // 2]
+    ratios, spread, middle = over_rounds(rounds, "b_over_a")
     save("single_link", {
         **facts,
         **{k: middle[k] for k in ("a_loop", "b_treedist", "c_produce_only")},
         "latency_one_hop": rounds[-1]["latency_one_hop"],
-        "ratios": {m: v["median"] for m, v in spread.items()},
+        "ratios": ratios,
         "ratios_over_rounds": spread,
         "rounds": [{"a_records_per_second": r["a_loop"]["records_per_second"],
                     "b_records_per_second_steady": r["b_treedist"]["records_per_second_steady"],

@@ -19,7 +19,7 @@ import threading
 from benchmarks.harness.kafka import Counts, LandingSampler, Records, preload
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness import cli
-from benchmarks.harness.results import log, machine, median_and_range, save
+from benchmarks.harness.results import log, machine, over_rounds, save
 from benchmarks.harness.treedist_run import write_deployment
 from benchmarks.harness.trees import TREES, clusters, levels
 from benchmarks.harness.workbench import Workbench
@@ -128,14 +128,12 @@ def main(argv=None) -> int:
 def summarize(rounds: list[dict]) -> dict:
     """The round with the median throughput ratio in full, the ratios' medians over the rounds
     (min, max and every value in `ratios_over_rounds`), and each round's headline figures."""
-    key = "treedist_over_loops_copies_per_second_steady"
-    spread = {m: median_and_range([r["ratios"][m] for r in rounds]) for m in rounds[0]["ratios"]}
-    middle = sorted(rounds, key=lambda r: r["ratios"][key] or 0)[len(rounds) // 2]
+    ratios, spread, middle = over_rounds(rounds, "treedist_over_loops_copies_per_second_steady")
     figures = ("copies_per_second_steady", "cpu_us_per_copy_steady", "broker_cpu_us_per_copy_steady")
     return {
         "loops": middle["loops"],
         "treedist": middle["treedist"],
-        "ratios": {m: v["median"] for m, v in spread.items()},
+        "ratios": ratios,
         "ratios_over_rounds": spread,
         "rounds": [{**{f"{s}_{f}": r[s][f] for s in ("loops", "treedist") for f in figures}, **r["ratios"]} for r in rounds],
     }

@@ -58,6 +58,14 @@ def median_and_range(values: list) -> dict:
     return {"median": median, "min": known[0], "max": known[-1], "all": values}
 
 
+def over_rounds(rounds: list[dict], key: str) -> tuple[dict, dict, dict]:
+    """Of repeated rounds, each with a `ratios` dict: the ratios' medians, their spread
+    (`median_and_range` per ratio) and the round whose `key` ratio is the median."""
+    spread = {m: median_and_range([r["ratios"][m] for r in rounds]) for m in rounds[0]["ratios"]}
+    middle = sorted(rounds, key=lambda r: r["ratios"][key] or 0)[len(rounds) // 2]
+    return {m: v["median"] for m, v in spread.items()}, spread, middle
+
+
 def watchdog(seconds: float) -> None:
     """After `seconds`, interrupt the main thread (KeyboardInterrupt: the scenario's `finally`
     blocks stop treedist and the brokers by PID); if it is still running 120 s later, exit."""

@@ -37,7 +37,7 @@ CHECKPOINT_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.Fil
 #
 # The heap: records never enter the JVM, so what it allocates is short-lived (plans, progress,
 # a few rows per batch). A small young generation (-Xmn) keeps the pages that every eden cycle
-# touches few (the default is a third of the heap), a small initial heap and low free ratios
+# touches few (the default is a third of the heap), a small initial heap and bounded free ratios
 # let the serial collector hand unused old-generation memory back after a full collection.
 # Measured at the 4-cluster tree's peak: JVM RSS ~470-480 -> ~400-425 MiB (heap ~120 MiB;
 # metaspace ~125 MiB and ~340 threads make most of the rest).
