@@ -1,7 +1,10 @@
 """Single link: one source cluster, one target, the same preloaded records copied by
-(a) a hand-written consume -> produce loop, (b) treedist (2-cluster tree; the target's own
-distributor reads the copies and skips them), (c) produce-only into a fresh broker; then
-one hop's latency at a fixed rate with treedist warm.
+(a) a hand-written consume -> produce loop, (b) treedist's distributor of the source cluster
+(2-cluster tree; one unit, `messages/src`, run as a control-plane worker runs it: the
+benchmarks.harness.one_unit process), (c) produce-only into a fresh broker; then one hop's
+latency at a fixed rate with treedist warm. With `--both-directions`, (b) is the whole
+`treedist run -c`: the target's own distributor also runs, reading every copy to skip it
+(the loop has no such reader: the figure is then a 2-cluster tree's, not one link's).
 
 Ratios: b/a and b/c (records/s), CPU per record b/a (treedist's process tree: driver, JVM,
 Python workers; against the loop's process; brokers reported apart). Throughput is measured
@@ -20,9 +23,11 @@ from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness import cli
 from benchmarks.harness.results import log, machine, over_rounds, save
 from benchmarks.harness.treedist_run import write_deployment
+from benchmarks.harness.trees import levels
 from benchmarks.harness.workbench import Workbench
 
 TOPIC, LAT = "bench", "bench-lat"
+LINK = {"level": 1, "children": ["src", "dstb"]}
 
 
 def main(argv=None) -> int:
@@ -33,21 +38,26 @@ def main(argv=None) -> int:
     p.add_argument("--latency-rate", type=float, default=2000)
     p.add_argument("--latency-seconds", type=float, default=20)
     p.add_argument("--rounds", type=int, default=3, help="throughput rounds, each on fresh brokers; ratios are their medians")
+    p.add_argument("--both-directions", action="store_true",
+                   help="(b) runs both clusters' distributors (`treedist run -c`), not only the source's")
     args = p.parse_args(argv)
     facts = cli.begin(args, records=40_000, latency_seconds=5, rounds=1)
+    facts["distributors"] = "src and dstb (treedist run -c)" if args.both_directions else "src only (unit messages/src)"
     records = Records(args.records, args.partitions, args.value_bytes)
     with Workbench() as bench:
         rounds = [one_round(bench, args, records, i, latency=i == args.rounds - 1) for i in range(args.rounds)]
     ratios, spread, middle = over_rounds(rounds, "b_over_a")
     save("single_link", {
         **facts,
-        **{k: middle[k] for k in ("a_loop", "b_treedist", "c_produce_only")},
+        **{k: middle[k] for k in ("a_loop", "b_treedist", "c_produce_only", "d_fanout_loop")},
         "latency_one_hop": rounds[-1]["latency_one_hop"],
         "ratios": ratios,
         "ratios_over_rounds": spread,
         "rounds": [{"a_records_per_second": r["a_loop"]["records_per_second"],
                     "b_records_per_second_steady": r["b_treedist"]["records_per_second_steady"],
                     "c_records_per_second": r["c_produce_only"]["records_per_second"],
+                    "d_records_per_second": r["d_fanout_loop"]["records_per_second"],
+                    "d_cpu_us_per_record": r["d_fanout_loop"]["cpu_us_per_record"],
                     "a_cpu_us_per_record": r["a_loop"]["cpu_us_per_record"],
                     "b_cpu_us_per_record": r["b_treedist"]["cpu_us_per_record"], **r["ratios"]} for r in rounds],
         "machine_at_end": machine(),
@@ -57,7 +67,7 @@ def main(argv=None) -> int:
 
 def one_round(bench: Workbench, args, records: Records, index: int, latency: bool) -> dict:
     """(a), (c) and (b) on fresh brokers; with `latency`, then one hop's latency with treedist warm."""
-    boot = bench.brokers(["src", "dsta", "dstb", "dstc"], {TOPIC: args.partitions, LAT: args.partitions}, f"single{index}")
+    boot = bench.brokers(["src", "dsta", "dstb", "dstc", "dstd"], {TOPIC: args.partitions, LAT: args.partitions}, f"single{index}")
     log(f"round {index + 1} of {args.rounds}: preloading {records.count} records")
     preload(boot["src"], TOPIC, records)
     common = {"topic": TOPIC, "partitions": args.partitions}
@@ -70,6 +80,18 @@ def one_round(bench: Workbench, args, records: Records, index: int, latency: boo
     assert Counts(boot["dsta"], TOPIC, args.partitions).total() == records.count
     a_rate = records.count / a["seconds"]
 
+    log("(d) fan-out loop on this link (the copy-flag rule and treedist's two headers)")
+    level = levels(LINK)["src"]
+    start = bench.meter.mark()
+    proc = bench.loop(f"fanout{index}", "fanout", {**common, "cluster": "src", "bootstraps": {"src": boot["src"], "dstb": boot["dstd"]},
+                                                  "levels": [[mask, bit, "dstb"] for mask, bit, _ in level],
+                                                  "stop_file": str(bench.dir / "never"), "count": records.count})
+    d = bench.result(proc, 600)
+    d_window = TreeMeter.between(start, bench.meter.mark()).as_dict()
+    assert Counts(boot["dstd"], TOPIC, args.partitions).total() == records.count and d["undelivered"] == 0
+    d_rate = records.count / d["seconds"]
+    d_cpu = d_window["cpu_seconds"][f"fanout{index}"] * 1e6 / records.count
+
     log("(c) produce-only")
     proc = bench.loop(f"produce{index}", "produce", {**common, "dst": boot["dstc"], "count": records.count, "value_bytes": args.value_bytes})
     c = bench.result(proc, 600)
@@ -77,9 +99,9 @@ def one_round(bench: Workbench, args, records: Records, index: int, latency: boo
 
     log("(b) treedist")
     config = write_deployment(bench.dir / f"single{index}.yaml", {"src": boot["src"], "dstb": boot["dstb"]},
-                              {"level": 1, "children": ["src", "dstb"]}, [TOPIC, LAT], bench.dir / f"ck{index}", args.master)
+                              LINK, [TOPIC, LAT], bench.dir / f"ck{index}", args.master)
     sampler = LandingSampler({"dstb": Counts(boot["dstb"], TOPIC, args.partitions)}, {"dstb": records.count}).start()
-    run = bench.treedist(f"treedist{index}", config)
+    run = bench.treedist(f"treedist{index}", config, units=None if args.both_directions else ["messages/src"])
     if not sampler.wait(600, check=run.check):
         run.check()
         raise RuntimeError(f"treedist did not copy {records.count} records in time: {sampler.timeline[-1:]}")
@@ -112,9 +134,12 @@ def one_round(bench: Workbench, args, records: Records, index: int, latency: boo
                        "first_copy_after_launch_s": round(first - run.started, 2), "cpu_us_per_record": round(b_cpu, 2) if b_cpu else None,
                        "window": b_window},
         "c_produce_only": {"records_per_second": round(c_rate)},
+        "d_fanout_loop": {"records_per_second": round(d_rate), "cpu_us_per_record": round(d_cpu, 2), "window": d_window},
         "latency_one_hop": latency_result,
         "ratios": {"b_over_a": round(b_rate / a_rate, 3) if b_rate else None, "b_over_c": round(b_rate / c_rate, 3) if b_rate else None,
-                   "cpu_per_record_b_over_a": round(b_cpu / a_cpu, 3) if b_cpu else None},
+                   "cpu_per_record_b_over_a": round(b_cpu / a_cpu, 3) if b_cpu else None,
+                   "b_over_d": round(b_rate / d_rate, 3) if b_rate else None,
+                   "cpu_per_record_b_over_d": round(b_cpu / d_cpu, 3) if b_cpu else None},
     }
 
 

@@ -40,12 +40,14 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=30)
     p.add_argument("--warmup", type=float, default=90)
     p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--trigger-interval", default=None, help="distributor.trigger_interval (default: treedist's)")
     args = p.parse_args(argv)
     facts = cli.begin(args, warmup=10, seconds=5)
     hops = hops_from(REFERENCE_4, "c1")
     with Workbench() as bench:
         boot = bench.brokers(clusters(REFERENCE_4), {TOPIC: args.partitions}, "latency")
-        config = write_deployment(bench.dir / "tree.yaml", boot, REFERENCE_4, [TOPIC], bench.dir / "ck", args.master)
+        config = write_deployment(bench.dir / "tree.yaml", boot, REFERENCE_4, [TOPIC], bench.dir / "ck", args.master,
+                                  {"trigger_interval": args.trigger_interval} if args.trigger_interval else None)
         run = bench.treedist("treedist", config)
         log("waiting for the tree to copy")
         up = wait_until_flowing(run, boot, args.partitions)

@@ -66,7 +66,8 @@ def _caught_up(consumer: Consumer, tps: list[TopicPartition]) -> bool:
 
 
 def fanout(args: dict) -> dict:
-    """args: cluster, bootstraps {cluster: servers}, topic, partitions, levels [[mask, bit, target]], stop_file."""
+    """args: cluster, bootstraps {cluster: servers}, topic, partitions, levels [[mask, bit, target]], stop_file;
+    optionally count: stop once that many records were read (all copies flushed; `seconds` from the start)."""
     cluster, topic = args["cluster"], args["topic"]
     tps = [TopicPartition(topic, p, 0) for p in range(args["partitions"])]
     consumer = _consumer(args["bootstraps"][cluster], topic, args["partitions"])
@@ -74,7 +75,9 @@ def fanout(args: dict) -> dict:
                  for _, _, t in args["levels"]}
     levels = [(mask, bit, producers[target].produce, producers[target]) for mask, bit, target in args["levels"]]
     read = copied = 0
-    while not os.path.exists(args["stop_file"]):
+    count = args.get("count")
+    started = time.monotonic()
+    while not os.path.exists(args["stop_file"]) and (count is None or read < count):
         messages = consumer.consume(10_000, 0.2)
         if not messages:
             if _caught_up(consumer, tps):  # noida-db answers empty fetches at once: do not spin while waiting
@@ -114,8 +117,9 @@ def fanout(args: dict) -> dict:
         for producer in producers.values():
             producer.poll(0)
     left = sum(p.flush(120) for p in producers.values())
+    seconds = time.monotonic() - started
     consumer.close()
-    return {"cluster": cluster, "read": read, "copied": copied, "undelivered": left}
+    return {"cluster": cluster, "read": read, "copied": copied, "undelivered": left, "seconds": seconds}
 
 
 def produce(args: dict) -> dict:

@@ -9,6 +9,7 @@ import platform
 import subprocess
 import sys
 import threading
+import time
 import _thread
 from pathlib import Path
 
@@ -32,7 +33,21 @@ def machine() -> dict:
         "confluent_kafka": version("confluent_kafka"),
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                  cwd=RESULTS.parent).stdout.strip() or None,
+        "cpu_reference_ms": cpu_reference_ms(),
     }
+
+
+def cpu_reference_ms() -> float:
+    """CPU milliseconds of a fixed pure-Python loop, best of 3: how fast this machine's cores
+    are, so that runs on different days can be compared (machines of one kind differ: the
+    single link's loop needed 3.4 µs of CPU per record on 2026-11-24 and 8.9 on 2026-11-25)."""
+    best = float("inf")
+    for _ in range(3):
+        started, total = time.process_time(), 0
+        for i in range(1_000_000):
+            total += i * i % 7
+        best = min(best, time.process_time() - started)
+    return round(best * 1000, 1)
 
 
 def save(scenario: str, document: dict, keep: bool = True) -> Path | None:

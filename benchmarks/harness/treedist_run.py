@@ -1,5 +1,6 @@
-"""treedist as the benchmarks run it: `treedist run -c FILE` as a subprocess in its own
-process group, stopped with SIGINT (as Ctrl-C), escalated after a timeout, by PID only."""
+"""treedist as the benchmarks run it: `treedist run -c FILE` (or, with units, only those
+units: benchmarks.harness.one_unit) as a subprocess in its own process group, stopped with
+SIGINT (as Ctrl-C), escalated after a timeout, by PID only."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import yaml
 
 from treedist.local.deployment import local_deployment
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def write_deployment(path: Path, bootstrap: dict[str, str], tree: object, topics: list[str], checkpoints: Path,
                      master: str = "local[2,4]", distributor: dict | None = None) -> Path:
@@ -24,15 +27,20 @@ def write_deployment(path: Path, bootstrap: dict[str, str], tree: object, topics
 
 
 class TreedistRun:
-    """One `treedist run -c` process; `pid` is the root of the tree to measure."""
+    """One `treedist run -c` (or one_unit) process; `pid` is the root of the tree to measure."""
 
-    def __init__(self, config: Path, log_file: Path) -> None:
+    def __init__(self, config: Path, log_file: Path, units: list[str] | None = None) -> None:
         self.log_file = log_file
         self.started = time.monotonic()
-        cli = Path(sys.executable).parent / "treedist"
-        command = [str(cli)] if cli.exists() else [sys.executable, "-c", "from treedist.cli import main; main()"]
+        if units:
+            command = [sys.executable, "-m", "benchmarks.harness.one_unit", "-c", str(config)]
+            command += [arg for unit in units for arg in ("--unit", unit)]
+        else:
+            cli = Path(sys.executable).parent / "treedist"
+            command = [str(cli)] if cli.exists() else [sys.executable, "-c", "from treedist.cli import main; main()"]
+            command += ["run", "-c", str(config)]
         with open(log_file, "ab") as log:
-            self.proc = subprocess.Popen(command + ["run", "-c", str(config)], stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         self.pid = self.proc.pid
 

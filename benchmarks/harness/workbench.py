@@ -58,8 +58,9 @@ class Workbench:
             raise RuntimeError(f"baseline process exited with {proc.returncode}")
         return json.loads(out.strip().splitlines()[-1])
 
-    def treedist(self, name: str, config: Path) -> TreedistRun:
-        run = TreedistRun(config, self.dir / f"{name}.log")
+    def treedist(self, name: str, config: Path, units: list[str] | None = None) -> TreedistRun:
+        """`treedist run -c config`; with `units`, only those units (benchmarks.harness.one_unit)."""
+        run = TreedistRun(config, self.dir / f"{name}.log", units)
         self.runs.append(run)
         self.meter.add(name, run.pid)
         return run
