@@ -232,7 +232,8 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
                                     serialize=avro_demo.serializer(deployment.schemas.registries["c1"], DEMO_TOPIC))
             workload.start()
             work_stack.callback(workload.stop)
-            switch = GroupSwitch(clients, DEMO_TOPIC)  # consumes on c1, switches to c3 mid-run
+            # consumes on c1, switches to c3 mid-run
+            switch = GroupSwitch(clients, DEMO_TOPIC, margin_ms=deployment.offsets.margin_ms)
             switch.start()
             switch_at = time.monotonic() + (duration / 2 if duration else 30.0)
             with Live(console=console, refresh_per_second=2) as live:

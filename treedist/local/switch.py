@@ -2,10 +2,10 @@
 
 Runs on the driver machine in a background thread, beside the demo workload: a consumer of
 group `demo-switch` reads the demo topic on the first cluster and commits after every batch;
-at `switch()` it commits, leaves, waits until treedist has translated its offsets onto the
-second cluster (the commits there carry treedist metadata made after the switch; bounded
-wait), and goes on reading there. `finish()` reads until the topic is idle and returns the
-records missed and repeated by the switch (by the workload's `seq`, unique per event).
+at `switch()` it leaves, waits until treedist has translated its last commit onto the second
+cluster (bounded wait), and goes on reading there. `finish()` reads until the topic is idle
+and returns the records missed and repeated by the switch (by the workload's `seq`, unique per
+event).
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ class SwitchResult:
 
 class GroupSwitch:
     def __init__(self, clients: Mapping[str, dict], topic: str, first: str = "c1", second: str = "c3",
-                 group: str = "demo-switch", translation_timeout_s: float = 30.0):
+                 group: str = "demo-switch", margin_ms: int = 5_000, translation_timeout_s: float = 30.0):
         self.clients, self.topic, self.first, self.second, self.group = clients, topic, first, second, group
-        self.translation_timeout_s = translation_timeout_s
+        self.margin_ms, self.translation_timeout_s = margin_ms, translation_timeout_s
         self.seen: dict[str, set[int]] = {first: set(), second: set()}
         self.translated_after_s: float | None = None
         self._last = 0.0  # monotonic time of the last record read
-        self._committed_ms: dict[int, float] = {}  # partition -> wall clock of the commit that last moved it
+        self._last_ts: dict[int, int] = {}  # partition -> timestamp of the last record read (and committed) there
         self._switch = threading.Event()
         self._stop = threading.Event()
         self._error: BaseException | None = None
@@ -81,16 +81,15 @@ class GroupSwitch:
 
     def _read(self, consumer: Consumer, cluster: str) -> None:
         batch = consumer.consume(num_messages=500, timeout=0.5)
-        moved = set()
+        last_ts = {}
         for msg in batch:
             if msg.error() is None:
                 self.seen[cluster].add(_seq(msg))
                 self._last = time.monotonic()
-                moved.add(msg.partition())
+                last_ts[msg.partition()] = msg.timestamp()[1]
         if batch:
             consumer.commit(asynchronous=False)
-            now = time.time() * 1000
-            self._committed_ms.update({p: now for p in moved})
+            self._last_ts.update(last_ts)
 
     def _run(self) -> None:
         try:
@@ -100,10 +99,7 @@ class GroupSwitch:
                     self._read(consumer, self.first)
             finally:
                 consumer.close()  # the group leaves the first cluster: its last commit stays
-            # Translated means: for every partition, the second cluster holds treedist's commit
-            # made after the commit that last moved the group there (the switch itself commits
-            # nothing new: a partition's last commit may have been translated before it).
-            self._await_translation(dict(self._committed_ms))
+            self._await_translation(dict(self._last_ts))
             consumer = self._consumer(self.second)
             try:
                 while not self._stop.is_set():
@@ -113,7 +109,12 @@ class GroupSwitch:
         except BaseException as err:  # re-raised by finish() on the caller's thread
             self._error = err
 
-    def _await_translation(self, moved_ms: dict[int, float]) -> None:
+    def _await_translation(self, last_ts: dict[int, int]) -> None:
+        """Translated means: for every partition, the second cluster holds treedist's commit of
+        the group's last position on the first. treedist's commit carries the timestamp of the
+        last record consumed there minus the margin (timestamp mode), so it is compared with the
+        timestamp this consumer read. Not with wall clocks: treedist may translate a commit
+        before the synchronous commit call returns here."""
         conf = {k: v for k, v in self.clients[self.second].items() if k not in _CONSUMER_ONLY}
         admin = AdminClient({"logger": client_logger(), **conf})
         deadline = time.monotonic() + self.translation_timeout_s
@@ -121,8 +122,8 @@ class GroupSwitch:
         while time.monotonic() < deadline:
             result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.group)])[self.group].result(timeout=10)
             made = {tp.partition: parse_commit_metadata(tp.metadata) for tp in result.topic_partitions if tp.topic == self.topic}
-            if moved_ms and all(p in made and made[p].kind is MetadataKind.TREEDIST and (made[p].metadata.made_ms or 0) >= ms - 1
-                                for p, ms in moved_ms.items()):
+            if last_ts and all(p in made and made[p].kind is MetadataKind.TREEDIST
+                               and made[p].metadata.origin_ts_ms >= ts - self.margin_ms for p, ts in last_ts.items()):
                 self.translated_after_s = time.monotonic() - started
                 return
             time.sleep(0.2)
