@@ -37,7 +37,7 @@ def preload_all(boot: dict[str, str], per_cluster: int, partitions: int) -> None
 
 
 def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, partitions: int, master: str, timeout: float,
-               round_no: int = 0) -> dict:
+               round_no: int = 0, distributor: dict | None = None) -> dict:
     tree = TREES[tree_name]
     names = clusters(tree)
     run_id = f"{tree_name}-r{round_no}"  # fresh brokers, processes and files per round
@@ -57,7 +57,8 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
                                                           "stop_file": str(stop_file)}) for n in names}
         keys = [f"{system}:{n}:{run_id}" for n in names]
     else:
-        config = write_deployment(bench.dir / f"{run_id}.yaml", boot, tree, [TOPIC], bench.dir / f"ck-{run_id}", master)
+        config = write_deployment(bench.dir / f"{run_id}.yaml", boot, tree, [TOPIC], bench.dir / f"ck-{run_id}", master,
+                                  distributor)
         run = bench.treedist(f"treedist:{run_id}", config)
         keys = [f"treedist:{run_id}"]
     complete = sampler.wait(timeout, check=run.check if system == "treedist" else lambda: None)
@@ -80,6 +81,8 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
     own_steady = sum(steady.cpu.get(k, 0.0) for k in keys)
     own_wall = sum(wall.cpu.get(k, 0.0) for k in keys)
     brokers_steady = sum(v for k, v in steady.cpu.items() if k.startswith(f"broker:{run_id}-{system}"))
+    steady_breakdown = {k: bench.meter.by_kind_between(k, first, done) for k in keys} if system == "treedist" else None
+    batches = _batches(bench.dir / f"ck-{run_id}") if system == "treedist" else None
     bench.stop_brokers()
     steady_copies = copies - landed_first
     return {
@@ -95,7 +98,19 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
         "machine_busy_fraction_steady": steady.as_dict()["machine_busy_fraction"],
         "baseline_processes": outputs,
         "cpu_seconds_by_process_kind_wall": breakdown,
+        "cpu_seconds_by_process_kind_steady": steady_breakdown,
+        "batches_per_query": batches,
     }
+
+
+def _batches(checkpoints) -> dict[str, int]:
+    """Micro-batches each cluster's query committed: its commit log's last batch id + 1
+    (Spark deletes all but the last 100 entries)."""
+    root = checkpoints / "messages"
+    if not root.is_dir():
+        return {}
+    return {d.name: 1 + max((int(f.name) for f in (d / "commits").iterdir() if f.name.isdigit()), default=-1)
+            for d in sorted(root.iterdir()) if (d / "commits").is_dir()}
 
 
 def main(argv=None) -> int:
@@ -104,14 +119,18 @@ def main(argv=None) -> int:
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--trees", default="reference-4,unbalanced-5")
     p.add_argument("--rounds", type=int, default=3, help="rounds per tree, each on fresh brokers; ratios are their medians")
+    p.add_argument("--distributor", action="append", default=[], metavar="KEY=VALUE",
+                   help="a `distributor` setting of treedist's deployment (repeatable), e.g. max_records_per_trigger=50000")
     args = p.parse_args(argv)
+    distributor = dict(item.split("=", 1) for item in args.distributor) or None
     facts = cli.begin(args, per_cluster=5_000, rounds=1)
     results = {}
     with Workbench() as bench:
         for tree_name in args.trees.split(","):
             rounds = []
             for i in range(args.rounds):
-                per = {s: run_system(bench, s, tree_name, args.per_cluster, args.partitions, args.master, 900, i)
+                per = {s: run_system(bench, s, tree_name, args.per_cluster, args.partitions, args.master, 900, i,
+                                     distributor)
                        for s in ("loops", "treedist")}
                 t, l = per["treedist"], per["loops"]
                 per["ratios"] = {

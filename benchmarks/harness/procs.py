@@ -101,6 +101,7 @@ class TreeMeter:
     _cpu: dict[str, dict[int, float]] = field(default_factory=dict)
     peak_rss: dict[str, int] = field(default_factory=dict)
     history: list[tuple[float, dict[str, float], float]] = field(default_factory=list)  # (time, cpu per tree, machine busy)
+    kind_history: list[tuple[float, dict[str, dict[str, float]]]] = field(default_factory=list)  # (time, tree -> kind -> cpu)
     kinds: dict[int, str] = field(default_factory=dict)
     peak_rss_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # at each tree's peak
     # The peak as first measured: spawn clones of the JVM included (see `_spawn_clones`).
@@ -159,9 +160,16 @@ class TreeMeter:
                         label = self.kinds.get(pid) or kind(pid)
                         by_kind[label] = by_kind.get(label, 0) + procs[pid][2]
                     self.peak_rss_by_kind[name] = by_kind
-            self.history.append(
-                (time.monotonic(), {n: sum(seen.values()) for n, seen in self._cpu.items()}, machine_busy_seconds())
-            )
+            now = time.monotonic()
+            self.history.append((now, {n: sum(seen.values()) for n, seen in self._cpu.items()}, machine_busy_seconds()))
+            self.kind_history.append((now, {n: self._kinds_of(seen) for n, seen in self._cpu.items()}))
+
+    def _kinds_of(self, seen: dict[int, float]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for pid, cpu in seen.items():
+            label = self.kinds.get(pid, "gone")
+            out[label] = out.get(label, 0.0) + cpu
+        return out
 
     def _spawn_clones(self, pids: set[int], procs: dict) -> set[int]:
         """Children of the JVM that are not Python processes: a process being spawned
@@ -203,6 +211,13 @@ class TreeMeter:
                 label = self.kinds.get(pid, "gone")
                 out[label] = out.get(label, 0.0) + cpu - (start_pids or {}).get(pid, 0.0)
             return {k: round(v, 3) for k, v in out.items()}
+
+    def by_kind_between(self, name: str, t0: float, t1: float) -> dict[str, float]:
+        """CPU seconds of tree `name` by process kind between the samples closest to `t0` and `t1`."""
+        with self._lock:
+            first = min(self.kind_history, key=lambda h: abs(h[0] - t0))[1].get(name, {})
+            last = min(self.kind_history, key=lambda h: abs(h[0] - t1))[1].get(name, {})
+        return {k: round(v - first.get(k, 0.0), 3) for k, v in last.items()}
 
     def pids(self, name: str) -> dict[int, float]:
         with self._lock:

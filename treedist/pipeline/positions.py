@@ -12,11 +12,19 @@ any level and ends at the broker's latest offset, capped by the read limit (shar
 over partitions); every level's new position is max(its position, window end), so no level
 ever moves back. A task reads whole windows of several partitions: a partition is never
 split between tasks, so copies keep their order per partition.
+
+Copied ahead (see `treedist.pipeline.ahead`): a task may also copy, for every level, the
+records it already received past a window's end. The next batch's end then says so
+(`{"levels": ..., "copied_ahead": {topic: {partition: offset}}}`), and that batch reads the
+partition from there: its start is the previous end advanced to the copied-ahead offsets
+(`LevelPositions.advanced`), in planning and in every replay alike.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import json
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -48,6 +56,23 @@ class LevelPositions:
         except (ValueError, SparkSourceError) as err:
             raise PipelineError(f"malformed distributor offset: {err}") from None
 
+    def advanced(self, ahead: Mapping[TopicPartitionKey, int]) -> "LevelPositions":
+        """Every level's position of each partition in `ahead` moved up to its offset
+        (never back): the records below it were copied ahead by the previous batch."""
+        if not ahead:
+            return self
+        return LevelPositions({
+            level: KafkaOffsets({tp: max(pos, ahead.get(tp, pos)) for tp, pos in offsets.positions.items()})
+            for level, offsets in self.levels.items()
+        })
+
+    def uniform_at(self, tp: TopicPartitionKey) -> int | None:
+        """The position of `tp` if every level holds it at the same one, else None."""
+        known = {o.get(tp) for o in self.levels.values() if tp in o}
+        if len(known) != 1 or any(tp not in o for o in self.levels.values()):
+            return None
+        return known.pop()
+
     def window_start(self, tp: TopicPartitionKey) -> int | None:
         """The lowest position of any level that knows the partition."""
         known = [o.get(tp) for o in self.levels.values() if tp in o]
@@ -55,6 +80,39 @@ class LevelPositions:
 
     def partitions(self) -> set[TopicPartitionKey]:
         return {tp for offsets in self.levels.values() for tp in offsets.positions}
+
+
+def batch_token(offset: Mapping) -> str:
+    """A batch's identity: the digest of its end offset in canonical JSON. Equal for the
+    batch's planning, its tasks and every replay of it; the next batch's start is that end."""
+    canonical = json.dumps(offset, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def copied_ahead(offset: Mapping) -> dict[TopicPartitionKey, int]:
+    """The `copied_ahead` part of a batch's end offset (empty when absent)."""
+    data = offset.get("copied_ahead") if isinstance(offset, Mapping) else None
+    if not data:
+        return {}
+    try:
+        return KafkaOffsets.from_dict(data).positions
+    except SparkSourceError as err:
+        raise PipelineError(f"malformed copied_ahead in a distributor offset: {err}") from None
+
+
+def with_copied_ahead(end: LevelPositions, ahead: Mapping[TopicPartitionKey, int]) -> dict:
+    """The checkpoint form of a batch's end that starts from `ahead` (omitted when empty,
+    so an end without it is the same JSON as before copying ahead existed)."""
+    out = end.to_dict()
+    if ahead:
+        out["copied_ahead"] = KafkaOffsets(dict(ahead)).to_dict()
+    return out
+
+
+def read_start(start: Mapping, end: Mapping) -> LevelPositions:
+    """Where the batch (start, end] reads from: `start` advanced to what the previous batch
+    copied ahead, as recorded in `end` (deterministic: a replay reads the same)."""
+    return LevelPositions.from_dict(start).advanced(copied_ahead(end))
 
 
 @dataclass(frozen=True)
@@ -100,6 +158,7 @@ class ReadTask(InputPartition):
 
     windows: tuple[PartitionWindow, ...]
     targets: tuple[tuple[int, str], ...]  # (level, target cluster)
+    batch: str = ""  # batch_token of the batch's end: names its copied-ahead intents ("" = none)
 
     @property
     def count(self) -> int:

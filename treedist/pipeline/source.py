@@ -13,7 +13,8 @@ Protocol of one micro-batch:
    of failing the query), read their latest offsets, and plan the end of the batch
    for every level (`positions.next_positions`: the read window capped by
    `max_records_per_trigger`, shared fairly; a partition new to a level is registered at
-   its earliest offset and read from the next batch on);
+   its earliest offset and read from the next batch on), starting past what the previous
+   batch copied ahead (`treedist.pipeline.ahead`; recorded in the end as `copied_ahead`);
 2. Spark writes that end to the checkpoint's offset log: the batch is fixed, a restart
    replays exactly it;
 3. driver, `partitions(start, end)`: the windows of the batch packed into at most
@@ -33,16 +34,27 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import LongType, StructField, StructType
 
+from treedist.pipeline import ahead
 from treedist.pipeline.errors import PipelineError
 from treedist.pipeline.legacy import last_committed_end
 from treedist.pipeline.plan import ClusterPlan
-from treedist.pipeline.positions import LevelPositions, ReadTask, batch_windows, next_positions, pack_tasks
+from treedist.pipeline.positions import (
+    LevelPositions,
+    ReadTask,
+    batch_token,
+    batch_windows,
+    next_positions,
+    pack_tasks,
+    read_start,
+    with_copied_ahead,
+)
 from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
 
 if TYPE_CHECKING:
@@ -158,6 +170,8 @@ class DistributorReader(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """Driver, before every micro-batch: the end of the next batch (step 1)."""
         begin = LevelPositions.from_dict(start)
+        copied = self._copied_ahead(start, begin)
+        begin = begin.advanced(copied)
         listed = self._partitions()
         # A checkpointed partition that is not listed now (gone, no longer selected, or its
         # topic missing on a target since it was deleted there) gets no latest offset: its
@@ -173,17 +187,30 @@ class DistributorReader(DataSourceStreamReader):
         if registered:
             log.info("cluster %s: partitions registered at earliest: %s", self.plan.cluster, ", ".join(map(str, sorted(registered))))
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return next_positions(begin, levels, latest, registered, max_records, reset).to_dict()
+        end = next_positions(begin, levels, latest, registered, max_records, reset)
+        return with_copied_ahead(end, {tp: offset for tp, offset in copied.items() if tp not in reset})
+
+    def _copied_ahead(self, start: dict, begin: LevelPositions) -> dict[TopicPartitionKey, int]:
+        """Driver: where the batch that ended at `start` copied ahead to, for partitions
+        every level holds at that batch's window end (`treedist.pipeline.ahead`, step 4)."""
+        directory = ahead.ahead_dir(self.plan.checkpoint)
+        intents = ahead.read_intents(directory, batch_token(start), sorted(begin.partitions()))
+        return {tp: to for tp, (until, to) in intents.items() if to > until and begin.uniform_at(tp) == until}
 
     def reportLatestOffset(self) -> dict | None:
         return KafkaOffsets(self._latest).to_dict() if self._latest else None
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """Driver: the tasks of the batch (start, end] (step 3)."""
-        windows = batch_windows(LevelPositions.from_dict(start), LevelPositions.from_dict(end))
+        windows = batch_windows(read_start(start, end), LevelPositions.from_dict(end))
         targets = tuple(self._current_targets().items())
         groups = pack_tasks(windows, self.plan.max_tasks, self.plan.min_records_per_task)
-        return [ReadTask(tuple(group), targets) for group in groups]
+        # Executors copy ahead only where they see this directory; it lives in the query's
+        # checkpoint, which Spark created before the batch was planned.
+        if groups and Path(self.plan.checkpoint).is_dir():
+            ahead.ahead_dir(self.plan.checkpoint).mkdir(exist_ok=True)
+        token = batch_token(end)
+        return [ReadTask(tuple(group), targets, token) for group in groups]
 
     def commit(self, end: dict) -> None:
         """Driver, after the batch ending at `end` is in the commit log: nothing to do, the

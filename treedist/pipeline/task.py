@@ -12,6 +12,9 @@ Runs in an executor (a Python worker), inside the source's `read()`. Steps:
    reached its end (compaction, transaction markers) or the broker reported end of
    partition there; no progress for `poll_timeout_s` fails the task naming the windows: a
    short batch is never returned;
+   3b. copy ahead (`treedist.pipeline.ahead`): the records already received past the end
+   of a window that every level copies whole, up to what the consumer has queued, are
+   copied too, after their intent files are written;
 4. `finish()` every producer: flush and check every delivery; any failed or undelivered
    record raises, so the task fails and Spark retries it;
 5. only then hand the clients back for the next task and return the stats (the source
@@ -29,11 +32,12 @@ from typing import Iterator, Sequence
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from treedist.pipeline import clients
+from treedist.pipeline import ahead, clients
 from treedist.pipeline.copier import LevelCopy, RecordCopier, TaskStats
 from treedist.pipeline.errors import PipelineError
 from treedist.pipeline.plan import ClusterPlan
-from treedist.pipeline.positions import PartitionWindow, ReadTask
+from treedist.pipeline.positions import LevelRange, PartitionWindow, ReadTask
+from treedist.spark.offsets import TopicPartitionKey
 from treedist.spark.errors import KafkaSinkError
 from treedist.spark.produce import BatchProducer
 
@@ -107,7 +111,11 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         copier = RecordCopier(
             plan.cluster, level_copies, plan.flags_header, plan.origin_header, plan.malformed_policy, plan.max_record_bytes
         )
-        read_windows(consumer, task.windows, copier.copy, plan.poll_timeout_s)
+        directory = ahead.ahead_dir(plan.checkpoint)
+        beyond: dict | None = {} if task.batch and directory.is_dir() else None
+        read_windows(consumer, task.windows, copier.copy, plan.poll_timeout_s, beyond)
+        if beyond is not None:
+            copy_ahead(consumer, task, beyond, copier.copy, directory)
         for target, stats in zip(level_targets, copier.stats.levels):
             producers[target].count(stats.copied, 0)
         for producer in producers.values():
@@ -153,9 +161,12 @@ def _check_target(producer: BatchProducer, target: str, wanted: dict[str, int]) 
         raise PipelineError(f"target cluster {target!r}: {err}") from err
 
 
-def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_records, poll_timeout_s: float) -> None:
+def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_records, poll_timeout_s: float,
+                 beyond: dict | None = None) -> None:
     """Read every window exactly, handing runs of one partition's records, in offset order,
-    to `on_records(window, topic, partition, records)` (steps 2-3)."""
+    to `on_records(window, topic, partition, records)` (steps 2-3). With `beyond`, the
+    records received past a window's end are kept there ((topic, partition) -> records in
+    offset order) instead of dropped."""
     pending = {(w.topic, w.partition): w for w in windows}
     next_offset = {tp: w.from_offset for tp, w in pending.items()}
     consumer.assign([TopicPartition(w.topic, w.partition, w.from_offset) for w in windows])
@@ -170,16 +181,16 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
         run_tp = None
         for msg in messages:
             if msg.error() is not None:
-                progressed |= _flush(run_tp, run, pending, next_offset, on_records)
+                progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
                 run, run_tp = [], None
                 _on_error(msg, pending, next_offset)
                 continue
             tp = (msg.topic(), msg.partition())
             if tp != run_tp:
-                progressed |= _flush(run_tp, run, pending, next_offset, on_records)
+                progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
                 run, run_tp = [], tp
             run.append(msg)
-        progressed |= _flush(run_tp, run, pending, next_offset, on_records)
+        progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
         if pending and len(messages) < remaining:
             progressed |= _advance_by_position(consumer, pending, next_offset)
         if progressed:
@@ -192,17 +203,22 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
             )
 
 
-def _flush(tp, run: list, pending: dict, next_offset: dict, on_records) -> bool:
-    """Hand a run to the copier, cut at its window's end; True if it advanced the window."""
+def _flush(tp, run: list, pending: dict, next_offset: dict, on_records, beyond: dict | None = None) -> bool:
+    """Hand a run to the copier, cut at its window's end; True if it advanced the window.
+    What lies past the end goes to `beyond` (if given), else is dropped."""
     if not run:
         return False
     window = pending.get(tp)
-    if window is None:
-        return False  # already complete: records of the next batch, prefetched
+    if window is None:  # already complete: records of the next batch, prefetched
+        if beyond is not None and tp in next_offset:
+            _keep_beyond(beyond, tp, run, next_offset[tp])
+        return False
     first = next_offset[tp]
     if run[0].offset() < first:
         run = [m for m in run if m.offset() >= first]
     if run and run[-1].offset() >= window.until_offset:
+        if beyond is not None:
+            _keep_beyond(beyond, tp, [m for m in run if m.offset() >= window.until_offset], window.until_offset)
         run = [m for m in run if m.offset() < window.until_offset]
     if not run:
         return False
@@ -211,6 +227,58 @@ def _flush(tp, run: list, pending: dict, next_offset: dict, on_records) -> bool:
     if next_offset[tp] >= window.until_offset:
         del pending[tp]
     return True
+
+
+def _keep_beyond(beyond: dict, tp: tuple, records: list, floor: int) -> None:
+    """Append `records` (one partition, offset order) past what `beyond` holds for `tp`,
+    none below `floor` (the window's end)."""
+    kept = beyond.setdefault(tp, [])
+    low = kept[-1].offset() + 1 if kept else floor
+    kept.extend(m for m in records if m.offset() >= low)
+
+
+def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, directory) -> None:
+    """Step 3b (executor; `treedist.pipeline.ahead`): after every window was read, copy what
+    the consumer already received past the end of the uniform windows.
+
+    1. take what librdkafka has queued without waiting (`consume(timeout=0)`), up to as
+       many records as the task's windows held; a partition with a consumer error stops
+       where it is (its records past that are not copied ahead, so read again next batch);
+    2. write the intent of every uniform window (its end, and the offset copied up to);
+    3. copy the records, every level, in offset order (the producers' `finish()` follows).
+    """
+    uniform = {(w.topic, w.partition): w for w in task.windows if w.uniform}
+    for tp in [tp for tp in beyond if tp not in uniform]:
+        del beyond[tp]
+    cap = max(CONSUME_BATCH, task.count)
+    held = sum(len(v) for v in beyond.values())
+    stopped: set = set()
+    while held < cap:
+        messages = consumer.consume(min(CONSUME_BATCH, cap - held), 0)
+        if not messages:
+            break
+        for msg in messages:
+            tp = (msg.topic(), msg.partition())
+            if tp not in uniform or tp in stopped:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() != KafkaError._PARTITION_EOF:
+                    log.info("%s[%s]: not copying ahead past offset %s: %s", tp[0], tp[1], msg.offset(), msg.error())
+                    stopped.add(tp)
+                continue
+            _keep_beyond(beyond, tp, [msg], uniform[tp].until_offset)
+        held += len(messages)
+    entries, runs = [], []
+    for tp, window in sorted(uniform.items()):
+        records = beyond.get(tp) or []
+        to = records[-1].offset() + 1 if records else window.until_offset
+        entries.append((TopicPartitionKey(tp[0], tp[1]), window.until_offset, to))
+        if records:
+            ranges = tuple(LevelRange(r.level, window.until_offset, to) for r in window.levels)
+            runs.append((PartitionWindow(tp[0], tp[1], window.until_offset, to, ranges), records))
+    ahead.write_intents(directory, task.batch, entries)
+    for window, records in runs:
+        on_records(window, window.topic, window.partition, records)
 
 
 def _on_error(msg: Message, pending: dict, next_offset: dict) -> None:

@@ -1,0 +1,100 @@
+"""Copying ahead on a real broker: the planner (driver) and one task (executor code, run in
+this process) of cluster c1's query, step by step. Records that arrive after a batch was
+planned come in the task's fetch; they are copied in the same task, the next batch starts
+after them, and every record lands on the target exactly once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from confluent_kafka import Producer
+from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+from treedist.config import parse_deployment
+from treedist.local.deployment import local_deployment
+from treedist.pipeline.plan import plan_cluster
+from treedist.pipeline.positions import LevelPositions
+from treedist.pipeline.source import DistributorReader
+from treedist.pipeline.task import run_task
+from treedist.spark.offsets import TopicPartitionKey
+from treedist.verify import verify_topic
+
+from tests.e2e.workload import create_topic_everywhere, wait_for_counts
+
+
+def _produce(servers: str, topic: str, first: int, n: int) -> None:
+    p = Producer({"bootstrap.servers": servers, "linger.ms": 0})
+    for i in range(first, first + n):
+        p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
+    assert p.flush(30) == 0
+
+
+def _position(end: dict, tp: TopicPartitionKey) -> int:
+    return LevelPositions.from_dict(end).levels[1].get(tp)
+
+
+def test_records_past_a_window_are_copied_in_its_task_and_the_next_batch_starts_after_them(local_kafka, unique_topic, tmp_path):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
+    create_topic_everywhere(bootstrap, unique_topic, 1)
+    deployment = parse_deployment(
+        local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "ck")), "<test>"
+    )
+    plan = plan_cluster(deployment, "c1")
+    Path(plan.checkpoint).mkdir(parents=True)  # Spark creates it before the first batch
+    reader = DistributorReader(plan, counters=None)
+    tp = TopicPartitionKey(unique_topic, 0)
+
+    _produce(bootstrap["c1"], unique_topic, 0, 100)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    [task] = reader.partitions(start, end)
+    assert [(w.from_offset, w.until_offset) for w in task.windows] == [(0, 100)]
+    _produce(bootstrap["c1"], unique_topic, 100, 50)  # after planning: past the window
+
+    stats = run_task(plan, task)
+    assert (stats.records_in, stats.copied) == (150, 150)
+    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 150, timeout=30) == {"c2": 150}
+
+    # The next batch starts where the task copied up to, and has nothing to read.
+    after = reader.latestOffset(end, ReadAllAvailable())
+    assert after["copied_ahead"] == {unique_topic: {"0": 150}}
+    assert _position(after, tp) == 150
+    assert reader.partitions(end, after) == []
+
+    # Asked again for the same batch (a replay plans from the same offsets): the same end.
+    assert reader.latestOffset(end, ReadAllAvailable()) == after
+
+    _produce(bootstrap["c1"], unique_topic, 150, 10)
+    last = reader.latestOffset(after, ReadAllAvailable())
+    assert "copied_ahead" not in last  # the batch before copied nothing: no tasks, no intents
+    [task] = reader.partitions(after, last)
+    assert [(w.from_offset, w.until_offset) for w in task.windows] == [(150, 160)]
+    assert run_task(plan, task).copied == 10
+
+    report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
+    assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
+    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 160, timeout=30) == {"c2": 160}
+
+
+def test_an_intent_of_another_batch_or_window_end_is_not_acted_upon(local_kafka, unique_topic, tmp_path):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
+    create_topic_everywhere(bootstrap, unique_topic, 1)
+    deployment = parse_deployment(
+        local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "ck")), "<test>"
+    )
+    plan = plan_cluster(deployment, "c1")
+    Path(plan.checkpoint).mkdir(parents=True)
+    reader = DistributorReader(plan, counters=None)
+    tp = TopicPartitionKey(unique_topic, 0)
+    _produce(bootstrap["c1"], unique_topic, 0, 30)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    [task] = reader.partitions(start, end)
+
+    from treedist.pipeline import ahead
+
+    directory = ahead.ahead_dir(plan.checkpoint)
+    ahead.write_intents(directory, "another-batch", [(tp, 30, 30_000)])
+    assert "copied_ahead" not in reader.latestOffset(end, ReadAllAvailable())
+    ahead.write_intents(directory, task.batch, [(tp, 29, 30_000)])  # not the partition's position
+    assert "copied_ahead" not in reader.latestOffset(end, ReadAllAvailable())
