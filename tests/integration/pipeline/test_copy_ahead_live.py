@@ -12,6 +12,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
+from treedist.pipeline import ahead
 from treedist.pipeline.plan import plan_cluster
 from treedist.pipeline.positions import LevelPositions
 from treedist.pipeline.source import DistributorReader
@@ -33,21 +34,30 @@ def _position(end: dict, tp: TopicPartitionKey) -> int:
     return LevelPositions.from_dict(end).levels[1].get(tp)
 
 
-def test_records_past_a_window_are_copied_in_its_task_and_the_next_batch_starts_after_them(local_kafka, unique_topic, tmp_path):
+def _setup(local_kafka, topic, tmp_path):
+    """c1 -> c2, one partition; c1's plan, its checkpoint directory and its planner."""
     bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
-    create_topic_everywhere(bootstrap, unique_topic, 1)
+    create_topic_everywhere(bootstrap, topic, 1)
     deployment = parse_deployment(
-        local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "ck")), "<test>"
+        local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "ck")), "<test>"
     )
     plan = plan_cluster(deployment, "c1")
     Path(plan.checkpoint).mkdir(parents=True)  # Spark creates it before the first batch
-    reader = DistributorReader(plan, counters=None)
-    tp = TopicPartitionKey(unique_topic, 0)
+    return bootstrap, deployment, plan, DistributorReader(plan, counters=None), TopicPartitionKey(topic, 0)
 
-    _produce(bootstrap["c1"], unique_topic, 0, 100)
+
+def _first_batch(bootstrap, reader, topic, records):
+    """`records` produced on c1, then the first batch planned: (start, end, its one task)."""
+    _produce(bootstrap["c1"], topic, 0, records)
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
     [task] = reader.partitions(start, end)
+    return start, end, task
+
+
+def test_records_past_a_window_are_copied_in_its_task_and_the_next_batch_starts_after_them(local_kafka, unique_topic, tmp_path):
+    bootstrap, deployment, plan, reader, tp = _setup(local_kafka, unique_topic, tmp_path)
+    _, end, task = _first_batch(bootstrap, reader, unique_topic, 100)
     assert [(w.from_offset, w.until_offset) for w in task.windows] == [(0, 100)]
     _produce(bootstrap["c1"], unique_topic, 100, 50)  # after planning: past the window
 
@@ -77,21 +87,8 @@ def test_records_past_a_window_are_copied_in_its_task_and_the_next_batch_starts_
 
 
 def test_an_intent_of_another_batch_or_window_end_is_not_acted_upon(local_kafka, unique_topic, tmp_path):
-    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
-    create_topic_everywhere(bootstrap, unique_topic, 1)
-    deployment = parse_deployment(
-        local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "ck")), "<test>"
-    )
-    plan = plan_cluster(deployment, "c1")
-    Path(plan.checkpoint).mkdir(parents=True)
-    reader = DistributorReader(plan, counters=None)
-    tp = TopicPartitionKey(unique_topic, 0)
-    _produce(bootstrap["c1"], unique_topic, 0, 30)
-    start = reader.initialOffset()
-    end = reader.latestOffset(start, ReadAllAvailable())
-    [task] = reader.partitions(start, end)
-
-    from treedist.pipeline import ahead
+    bootstrap, _, plan, reader, tp = _setup(local_kafka, unique_topic, tmp_path)
+    _, end, task = _first_batch(bootstrap, reader, unique_topic, 30)
 
     directory = ahead.ahead_dir(plan.checkpoint)
     ahead.write_intents(directory, "another-batch", [(tp, 30, 30_000)])
