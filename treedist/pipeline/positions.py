@@ -68,10 +68,8 @@ class LevelPositions:
 
     def uniform_at(self, tp: TopicPartitionKey) -> int | None:
         """The position of `tp` if every level holds it at the same one, else None."""
-        known = {o.get(tp) for o in self.levels.values() if tp in o}
-        if len(known) != 1 or any(tp not in o for o in self.levels.values()):
-            return None
-        return known.pop()
+        positions = {o.get(tp) for o in self.levels.values()}  # None for a level without it
+        return None if len(positions) != 1 else positions.pop()
 
     def window_start(self, tp: TopicPartitionKey) -> int | None:
         """The lowest position of any level that knows the partition."""

@@ -107,12 +107,16 @@ class DistributorReader(DataSourceStreamReader):
         self._present: set[TopicPartitionKey] = set()  # the source's partitions at the last listing
         self._gone: set[TopicPartitionKey] = set()  # checkpointed partitions whose topic went away
         self._live: tuple[float, dict[int, str]] = (-1.0, {})  # (mtime, level -> target) of plan.live_targets
+        # (token of a batch's end, what that batch copied ahead): its intents are final once
+        # it committed, which is before the next batch is planned from its end.
+        self._ahead: tuple[str, dict[TopicPartitionKey, int]] = ("", {})
 
     def __getstate__(self) -> dict:
         # Pickled into executors for `read`: broker clients stay on the driver.
         state = dict(self.__dict__)
         state["_offsets"] = None
         state["_targets"] = {}
+        state["_ahead"] = ("", {})
         return state
 
     # -- driver ---------------------------------------------------------------------------
@@ -193,9 +197,12 @@ class DistributorReader(DataSourceStreamReader):
     def _copied_ahead(self, start: dict, begin: LevelPositions) -> dict[TopicPartitionKey, int]:
         """Driver: where the batch that ended at `start` copied ahead to, for partitions
         every level holds at that batch's window end (`treedist.pipeline.ahead`, step 4)."""
-        directory = ahead.ahead_dir(self.plan.checkpoint)
-        intents = ahead.read_intents(directory, batch_token(start), sorted(begin.partitions()))
-        return {tp: to for tp, (until, to) in intents.items() if to > until and begin.uniform_at(tp) == until}
+        token = batch_token(start)
+        if self._ahead[0] != token:  # asked again every trigger until new data comes: read once
+            intents = ahead.read_intents(ahead.ahead_dir(self.plan.checkpoint), token, sorted(begin.partitions()))
+            copied = {tp: to for tp, (until, to) in intents.items() if to > until and begin.uniform_at(tp) == until}
+            self._ahead = (token, copied)
+        return self._ahead[1]
 
     def reportLatestOffset(self) -> dict | None:
         return KafkaOffsets(self._latest).to_dict() if self._latest else None

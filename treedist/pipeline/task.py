@@ -257,6 +257,7 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
         messages = consumer.consume(min(CONSUME_BATCH, cap - held), 0)
         if not messages:
             break
+        received: dict[tuple, list] = {}  # this consume's records per partition, in offset order
         for msg in messages:
             tp = (msg.topic(), msg.partition())
             if tp not in uniform or tp in stopped:
@@ -266,7 +267,9 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
                     log.info("%s[%s]: not copying ahead past offset %s: %s", tp[0], tp[1], msg.offset(), msg.error())
                     stopped.add(tp)
                 continue
-            _keep_beyond(beyond, tp, [msg], uniform[tp].until_offset)
+            received.setdefault(tp, []).append(msg)
+        for tp, records in received.items():
+            _keep_beyond(beyond, tp, records, uniform[tp].until_offset)
         held += len(messages)
     entries, runs = [], []
     for tp, window in sorted(uniform.items()):
