@@ -157,6 +157,8 @@ class ReadTask(InputPartition):
     windows: tuple[PartitionWindow, ...]
     targets: tuple[tuple[int, str], ...]  # (level, target cluster)
     batch: str = ""  # batch_token of the batch's end: names its copied-ahead intents ("" = none)
+    # The most records the task may copy ahead (`ahead_share`); None: no bound but memory's.
+    ahead_limit: int | None = None
 
     @property
     def count(self) -> int:
@@ -226,6 +228,18 @@ def batch_windows(start: LevelPositions, end: LevelPositions) -> list[PartitionW
         PartitionWindow(tp.topic, tp.partition, min(r.from_offset for r in rs), max(r.until_offset for r in rs), tuple(rs))
         for tp, rs in sorted(ranges.items())
     ]
+
+
+def ahead_share(read: int, max_records: int | None, tasks: int) -> int | None:
+    """The most records each of a batch's `tasks` tasks may copy ahead, so that the batch's
+    `read` records and everything copied ahead stay within `max_records` per trigger.
+
+    Records copied ahead are taken out of the next batch, so without this bound a small
+    `max_records_per_trigger` would not hold: a backlog would go in one batch's copies.
+    None when nothing bounds a batch."""
+    if max_records is None:
+        return None
+    return max(0, max_records - read) // max(1, tasks)
 
 
 def pack_tasks(windows: list[PartitionWindow], max_tasks: int, min_records_per_task: int) -> list[list[PartitionWindow]]:

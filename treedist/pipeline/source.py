@@ -49,6 +49,7 @@ from treedist.pipeline.positions import (
     LevelPositions,
     ReadTask,
     batch_token,
+    ahead_share,
     batch_windows,
     next_positions,
     pack_tasks,
@@ -217,7 +218,8 @@ class DistributorReader(DataSourceStreamReader):
         if groups and Path(self.plan.checkpoint).is_dir():
             ahead.ahead_dir(self.plan.checkpoint).mkdir(exist_ok=True)
         token = batch_token(end)
-        return [ReadTask(tuple(group), targets, token) for group in groups]
+        share = ahead_share(sum(w.count for w in windows), self.plan.max_records_per_trigger or None, len(groups))
+        return [ReadTask(tuple(group), targets, token, share) for group in groups]
 
     def commit(self, end: dict) -> None:
         """Driver, after the batch ending at `end` is in the commit log: nothing to do, the

@@ -112,7 +112,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             plan.cluster, level_copies, plan.flags_header, plan.origin_header, plan.malformed_policy, plan.max_record_bytes
         )
         directory = ahead.ahead_dir(plan.checkpoint)
-        beyond: dict | None = {} if task.batch and directory.is_dir() else None
+        beyond: dict | None = {} if task.batch and task.ahead_limit != 0 and directory.is_dir() else None
         read_windows(consumer, task.windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
             copy_ahead(consumer, task, beyond, copier.copy, directory)
@@ -242,8 +242,10 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
     the consumer already received past the end of the uniform windows.
 
     1. take what librdkafka has queued without waiting (`consume(timeout=0)`), up to as
-       many records as the task's windows held; a partition with a consumer error stops
-       where it is (its records past that are not copied ahead, so read again next batch);
+       many records as the task's windows held and at most the task's `ahead_limit` (its
+       share of `max_records_per_trigger` that the windows left); a partition with a consumer
+       error stops where it is (its records past that are not copied ahead, so read again
+       next batch);
     2. write the intent of every uniform window (its end, and the offset copied up to);
     3. copy the records, every level, in offset order (the producers' `finish()` follows).
     """
@@ -251,8 +253,12 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
     for tp in [tp for tp in beyond if tp not in uniform]:
         del beyond[tp]
     cap = max(CONSUME_BATCH, task.count)
+    if task.ahead_limit is not None:
+        cap = min(cap, task.ahead_limit)
+    # What the windows' own fetches brought may already be more; a cut partition takes no more
+    # records (they would leave a gap after its kept prefix).
+    stopped: set = _trim(beyond, cap)
     held = sum(len(v) for v in beyond.values())
-    stopped: set = set()
     while held < cap:
         messages = consumer.consume(min(CONSUME_BATCH, cap - held), 0)
         if not messages:
@@ -282,6 +288,19 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
     ahead.write_intents(directory, task.batch, entries)
     for window, records in runs:
         on_records(window, window.topic, window.partition, records)
+
+
+def _trim(beyond: dict, cap: int) -> set:
+    """Keep at most `cap` records in `beyond`: a prefix of each partition's (so what is kept
+    stays contiguous from the window's end), partitions in sorted order. Returns the
+    partitions that lost records."""
+    left, cut = cap, set()
+    for tp in sorted(beyond):
+        if len(beyond[tp]) > left:
+            del beyond[tp][left:]
+            cut.add(tp)
+        left -= len(beyond[tp])
+    return cut
 
 
 def _on_error(msg: Message, pending: dict, next_offset: dict) -> None:

@@ -34,12 +34,13 @@ def _position(end: dict, tp: TopicPartitionKey) -> int:
     return LevelPositions.from_dict(end).levels[1].get(tp)
 
 
-def _setup(local_kafka, topic, tmp_path):
+def _setup(local_kafka, topic, tmp_path, **distributor):
     """c1 -> c2, one partition; c1's plan, its checkpoint directory and its planner."""
     bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
     create_topic_everywhere(bootstrap, topic, 1)
     deployment = parse_deployment(
-        local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "ck")), "<test>"
+        local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "ck"), distributor=distributor),
+        "<test>",
     )
     plan = plan_cluster(deployment, "c1")
     Path(plan.checkpoint).mkdir(parents=True)  # Spark creates it before the first batch
@@ -98,3 +99,26 @@ def test_an_intent_of_another_batch_or_window_end_is_not_acted_upon(local_kafka,
     # planner, as after a restart, reads the rewritten file.
     fresh = DistributorReader(plan, counters=None)
     assert "copied_ahead" not in fresh.latestOffset(end, ReadAllAvailable())
+
+
+def test_copying_ahead_keeps_a_batch_within_max_records_per_trigger(local_kafka, unique_topic, tmp_path):
+    # A backlog beyond the limit goes in several batches, as the operator asked: the task
+    # copies ahead only what the limit leaves after its windows.
+    bootstrap, deployment, plan, reader, tp = _setup(local_kafka, unique_topic, tmp_path, max_records_per_trigger=120)
+    _produce(bootstrap["c1"], unique_topic, 0, 100)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    [task] = reader.partitions(start, end)
+    assert ([(w.from_offset, w.until_offset) for w in task.windows], task.ahead_limit) == ([(0, 100)], 20)
+    _produce(bootstrap["c1"], unique_topic, 100, 50)  # 50 past the window; room for 20
+
+    assert run_task(plan, task).copied == 120
+    after = reader.latestOffset(end, reader.getDefaultReadLimit())
+    assert after["copied_ahead"] == {unique_topic: {"0": 120}}
+    [task] = reader.partitions(end, after)
+    assert [(w.from_offset, w.until_offset) for w in task.windows] == [(120, 150)]
+    assert run_task(plan, task).copied == 30  # nothing more was produced: nothing ahead
+
+    report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
+    assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
+    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 150, timeout=30) == {"c2": 150}

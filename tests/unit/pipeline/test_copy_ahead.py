@@ -11,7 +11,9 @@ Named invariants:
 - TOKEN_SURVIVES_THE_CHECKPOINT: a batch's token is the same for the dict Spark hands back
   after a JSON round trip;
 - INTENTS_OF_ONE_BATCH: the planner takes intents of the batch it asks for only; a
-  missing, foreign or unreadable intent file is no intent.
+  missing, foreign or unreadable intent file is no intent;
+- WITHIN_THE_LIMIT: a batch's windows and what its tasks may copy ahead stay within
+  `max_records_per_trigger`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from hypothesis import strategies as st
 from treedist.pipeline import ahead
 from treedist.pipeline.positions import (
     LevelPositions,
+    ahead_share,
     batch_token,
     batch_windows,
     copied_ahead,
@@ -103,3 +106,18 @@ def test_intents_are_read_for_their_own_batch_only(tmp_path):
     ahead.write_intents(tmp_path, "batch-1", [(tp, 10, 12)])  # a retried task overwrites
     assert ahead.read_intents(tmp_path, "batch-1", [tp]) == {tp: (10, 12)}
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 10_000), st.one_of(st.none(), st.integers(1, 10_000)), st.integers(1, 64))
+def test_a_batch_with_what_its_tasks_copy_ahead_stays_within_the_limit(read, max_records, tasks):
+    # WITHIN_THE_LIMIT: the records a batch reads plus every task's share of copying ahead
+    # are at most max_records_per_trigger (when the windows themselves are within it).
+    share = ahead_share(read, max_records, tasks)
+    if max_records is None:
+        assert share is None
+    else:
+        assert share >= 0
+        if read <= max_records:
+            assert read + tasks * share <= max_records
+            assert max_records - (read + tasks * share) < tasks  # only the rounding is left unused
