@@ -102,14 +102,15 @@ def _start_app(stack: ExitStack, deployment: Deployment, signals: StopSignals, o
     status snapshot (treedist.ops) is refreshed by a background job; metrics and the web
     view, when asked for, serve it."""
     from treedist.ops.serve import serve
-    from treedist.ops.snapshot import StatusJob, StatusSource
+    from treedist.ops.snapshot import RUN_TIMESTAMP_SCAN_RECORDS, StatusJob, StatusSource
     from treedist.pipeline.app import DistributionApp, background_jobs
 
     check_clients(deployment)  # one line naming cluster and key, before any Spark output
     spark = _session(deployment)
     stack.callback(spark.stop)
     signals.reinstall()
-    source = StatusSource(deployment, config_path=ops.config_path, recent_errors=ops.recent_errors)
+    source = StatusSource(deployment, config_path=ops.config_path, recent_errors=ops.recent_errors,
+                          timestamp_scan_records=RUN_TIMESTAMP_SCAN_RECORDS)
     app = DistributionApp(deployment, spark, jobs=[*background_jobs(deployment), StatusJob(source)])
     source.attach(app)
     stack.callback(app.stop)
@@ -164,7 +165,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     from treedist.local.lock import StateDirLock
     from treedist.local.workers import LocalWorkers
     from treedist.ops.serve import serve
-    from treedist.ops.snapshot import StatusSource
+    from treedist.ops.snapshot import RUN_TIMESTAMP_SCAN_RECORDS, StatusSource
     from treedist.verify import verify_topic
 
     clusters_dir = state_dir / "clusters"
@@ -225,7 +226,8 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
             except StopRequested as stop:
                 console.print(f"{stop} while starting: stopping; nothing to verify")
                 return False
-            source = StatusSource(deployment, config_path=str(config_path), recent_errors=ops.recent_errors)
+            source = StatusSource(deployment, config_path=str(config_path), recent_errors=ops.recent_errors,
+                                  timestamp_scan_records=RUN_TIMESTAMP_SCAN_RECORDS)
             for what, url in serve(work_stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port).items():
                 console.print(f"{what}: {url}")
             workload = DemoWorkload(clients, DEMO_TOPIC, rate,

@@ -109,6 +109,27 @@ def test_metrics_scrape_parses_and_lag_matches_status_json(live):
           "a pass of the ops-status job in the metrics")
 
 
+def test_a_long_running_status_bounds_the_age_of_a_far_backlog_without_reading_it(live):
+    # As inside `treedist run`, but with every partition "far" behind: no record is fetched for
+    # its age; records that were there before the status started watching are at least as
+    # old as its watching, and the age grows with it while they wait.
+    burst = _burst(live["clusters"].bootstrap["c1"], 20 * BATCH)
+    _wait(lambda: _lag(live["source"].refresh(), "c1-L1") > BATCH, 30, "the burst to show as lag")
+    deployment = parse_deployment(yaml.safe_load(live["config"].read_text()), source=str(live["config"]))
+    bounded = StatusSource(deployment, config_path=str(live["config"]), timestamp_scan_records=0)
+    bounded.attach(live["app"])
+    watching_since = time.time()
+    assert _age(bounded.refresh(), "c1-L1") <= time.time() - watching_since + 0.01  # first sight: no history yet
+    time.sleep(2.5)
+    snap = bounded.refresh()
+    assert _lag(snap, "c1-L1") > 0 and burst > 0, "the burst was copied before the second look"
+    assert 2.0 <= _age(snap, "c1-L1") <= time.time() - watching_since + 0.01
+
+
+def _age(snap: dict, distributor: str) -> float:
+    return next(l["lag_seconds"] or 0.0 for l in snap["links"] if l["distributor"] == distributor)
+
+
 def test_status_prints_every_link(live):
     result = CliRunner().invoke(cli, ["status", "-c", str(live["config"])])
     assert result.exit_code == 0, result.output
