@@ -166,6 +166,10 @@ def build_session(
     cores = local_cores(master)
     if cores is not None:
         settings[IDLE_POOL_KEY] = str(cores)
+        if "spark.hadoop.fs.file.impl" not in dict(conf or {}):
+            from treedist.spark.local_fs import local_fs_conf  # no chmod process per checkpoint file
+
+            settings.update(local_fs_conf(dict(conf or {}).get("spark.driver.extraClassPath")))
     for key, value in {**settings, **dict(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
