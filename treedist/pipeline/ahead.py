@@ -12,10 +12,11 @@ The protocol (the batch stays deterministic: its offset log entry says what it r
 
 1. executor, after every window of the task is read: the records already received past
    the end of a window in which every level copies the whole window (the steady state),
-   up to what librdkafka has queued (no new fetch waited for), at most as many records as
-   the task's windows held and at most the task's share of what `max_records_per_trigger`
-   leaves after the batch's windows (`positions.ahead_share`: the next batch starts after
-   these records, so the limit holds for a batch and what it copies ahead together);
+   up to what librdkafka has queued (no new fetch waited for), at most the task's share of
+   what `max_records_per_trigger` leaves after the batch's windows (`positions.ahead_share`:
+   the next batch starts after these records, so the limit holds for a batch and what it
+   copies ahead together; without a limit, at most as many records as the task's windows
+   held, at least 20,000);
 2. executor: for EVERY such window of the task, write its intent file
    `<checkpoint>/copied-ahead/<topic>~<partition>`: the batch (`positions.batch_token` of
    its end offset), the window's end and the offset copied up to (= the end when nothing was

@@ -241,9 +241,11 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
     """Step 3b (executor; `treedist.pipeline.ahead`): after every window was read, copy what
     the consumer already received past the end of the uniform windows.
 
-    1. take what librdkafka has queued without waiting (`consume(timeout=0)`), up to as
-       many records as the task's windows held and at most the task's `ahead_limit` (its
-       share of `max_records_per_trigger` that the windows left); a partition with a consumer
+    1. take what librdkafka has queued without waiting (`consume(timeout=0)`), at most the
+       task's `ahead_limit` (its share of what `max_records_per_trigger` leaves after the
+       batch's windows; without a limit, as many as the windows held, at least
+       `CONSUME_BATCH`): each batch that copies less leaves the rest to a later batch, whose
+       fetch returns this partition's whole tail again; a partition with a consumer
        error stops where it is (its records past that are not copied ahead, so read again
        next batch);
     2. write the intent of every uniform window (its end, and the offset copied up to);
@@ -252,9 +254,7 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
     uniform = {(w.topic, w.partition): w for w in task.windows if w.uniform}
     for tp in [tp for tp in beyond if tp not in uniform]:
         del beyond[tp]
-    cap = max(CONSUME_BATCH, task.count)
-    if task.ahead_limit is not None:
-        cap = min(cap, task.ahead_limit)
+    cap = task.ahead_limit if task.ahead_limit is not None else max(CONSUME_BATCH, task.count)
     # What the windows' own fetches brought may already be more; a cut partition takes no more
     # records (they would leave a gap after its kept prefix).
     stopped: set = _trim(beyond, cap)
