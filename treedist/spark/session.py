@@ -140,6 +140,24 @@ def _add_startup_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (STARTUP_DIR, current) if p)
 
 
+def session_settings(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The lean settings, `conf` on top (driver). A local master also bounds the idle worker
+    pools by its cores and, unless `conf` names a `file:` file system, gets treedist's
+    (`treedist.spark.local_fs`, no chmod process per checkpoint file): its jar is appended to
+    the driver class path that `conf` gives, after `conf` is applied, so that a class path
+    of the user's cannot hide the class `fs.file.impl` then names."""
+    user = dict(conf or {})
+    settings = {**LEAN_CONF, **user}
+    cores = local_cores(master)
+    if cores is not None:
+        settings.setdefault(IDLE_POOL_KEY, str(cores))
+        if "spark.hadoop.fs.file.impl" not in user:
+            from treedist.spark.local_fs import local_fs_conf
+
+            settings.update(local_fs_conf(user.get("spark.driver.extraClassPath")))
+    return settings
+
+
 def build_session(
     master: str = "local[2,4]",
     app_name: str = "treedist",
@@ -162,15 +180,7 @@ def build_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     _add_startup_path()
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings = dict(LEAN_CONF)
-    cores = local_cores(master)
-    if cores is not None:
-        settings[IDLE_POOL_KEY] = str(cores)
-        if "spark.hadoop.fs.file.impl" not in dict(conf or {}):
-            from treedist.spark.local_fs import local_fs_conf  # no chmod process per checkpoint file
-
-            settings.update(local_fs_conf(dict(conf or {}).get("spark.driver.extraClassPath")))
-    for key, value in {**settings, **dict(conf or {})}.items():
+    for key, value in session_settings(master, conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

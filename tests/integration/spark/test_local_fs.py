@@ -8,6 +8,7 @@ import os
 import stat
 
 from treedist.spark.local_fs import FILE_SYSTEM_CLASS, local_fs_jar
+from treedist.spark.session import IDLE_POOL_KEY, session_settings
 
 
 def _file_system(spark, path):
@@ -20,6 +21,19 @@ def test_a_local_session_uses_the_jar_built_by_the_bootstrap(spark):
     assert local_fs_jar(build=False) is not None  # scripts/bootstrap built it (javac from the JDK)
     assert spark.sparkContext._jsc.hadoopConfiguration().get("fs.file.impl") == FILE_SYSTEM_CLASS
     assert str(local_fs_jar(build=False)) in spark.sparkContext.getConf().get("spark.driver.extraClassPath")
+
+
+def test_a_class_path_of_the_users_keeps_the_jar_on_it_and_their_own_choices_stand():
+    jar = str(local_fs_jar(build=False))
+    settings = session_settings("local[2]", {"spark.driver.extraClassPath": "/opt/extra.jar", IDLE_POOL_KEY: "5"})
+    assert settings["spark.driver.extraClassPath"] == os.pathsep.join(["/opt/extra.jar", jar])
+    assert settings["spark.hadoop.fs.file.impl"] == FILE_SYSTEM_CLASS
+    assert settings[IDLE_POOL_KEY] == "5"
+    own = session_settings("local[2]", {"spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.LocalFileSystem"})
+    assert own["spark.hadoop.fs.file.impl"] == "org.apache.hadoop.fs.LocalFileSystem"
+    assert "spark.driver.extraClassPath" not in own
+    remote = session_settings("spark://host:7077", {"spark.driver.extraClassPath": "/opt/extra.jar"})
+    assert remote["spark.driver.extraClassPath"] == "/opt/extra.jar" and "spark.hadoop.fs.file.impl" not in remote
 
 
 def test_files_and_directories_get_the_permissions_asked_for(spark, tmp_path):
