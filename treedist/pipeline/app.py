@@ -45,7 +45,7 @@ from treedist.pipeline.jobs import Job, Scheduler
 from treedist.pipeline.errors import PipelineError
 from treedist.pipeline.plan import ClusterPlan, plan_all, plan_cluster
 from treedist.pipeline.preflight import preflight
-from treedist.pipeline.query import start_cluster_query
+from treedist.pipeline.query import first_read_planned, start_cluster_query
 from treedist.pipeline.supervision import LinkState, RestartPolicy, Supervision, error_summary
 from treedist.topology.failover import choose_target
 from treedist.pipeline.schemas import SchemaDistributor
@@ -102,7 +102,9 @@ class DistributionApp:
 
         Each query's source lives in a driver-side Python worker that must connect back to
         the JVM within Spark's fixed 10 s; spawning all of them at once on a small machine
-        misses that, so each query is started only after the previous one's sources are up.
+        misses that, so each query is started only after the previous one's sources are up,
+        and its first batch's read is planned (`query.first_read_planned`: the planning
+        workers are then shared instead of one per query, ~80 MiB each).
         """
         self.scheduler.run_before_start()
         preflight(self.deployment)
@@ -121,7 +123,7 @@ class DistributionApp:
         counters = ClusterCounters(self.spark, plan)
         run = RunningQuery(plan, counters, self._start(plan, counters), Supervision(self.policy))
         self.running[plan.query_name] = run
-        self._await_sources(run, startup_timeout)
+        self._await_first_read(run, startup_timeout)
         return run
 
     def _start_schemas(self) -> None:
@@ -244,10 +246,12 @@ class DistributionApp:
         self._write_live_targets(plan)  # worker mode: a restart (or a failover) starts on the plan's targets
         return start_cluster_query(self.spark, plan, counters, self.deployment.distributor.trigger_interval)
 
-    def _await_sources(self, run: RunningQuery, timeout: float) -> None:
+    def _await_first_read(self, run: RunningQuery, timeout: float) -> None:
+        """Driver: wait until `run`'s query planned its first read (`first_read_planned`), it
+        failed (supervised by `check()`), or `timeout` passed (logged; it goes on anyway)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if run.query.isActive and run.query.status.get("message") != "Initializing sources":
+            if run.query.isActive and first_read_planned(self.spark, run.query):
                 return
             if not run.query.isActive:
                 self.check()  # a failed start is supervised like any failure

@@ -1,0 +1,63 @@
+"""When the application may start the next query: once the previous one planned its first
+read (`first_read_planned`), read off real streaming queries on the shared SparkSession."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from treedist.config import parse_deployment
+from treedist.local.deployment import local_deployment
+from treedist.pipeline.counters import ClusterCounters
+from treedist.pipeline.plan import plan_cluster
+from treedist.pipeline.query import first_read_planned, start_cluster_query
+
+from tests.e2e.workload import create_topic_everywhere
+
+CLUSTERS = ["c1", "c2"]
+TREE = {"level": 1, "children": CLUSTERS}
+
+
+def _wait_for(condition, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_query_counts_as_planned_once_its_first_batch_submitted_a_job_before_the_batch_ends(spark):
+    release = threading.Event()
+    seen_batches = []
+
+    def hold_first_batch(df, batch_id):
+        df.count()  # a job in the query's job group: the batch's read was planned
+        seen_batches.append(batch_id)
+        release.wait(60)
+
+    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+             .writeStream.foreachBatch(hold_first_batch).start())
+    try:
+        assert _wait_for(lambda: bool(seen_batches)), "the first batch never ran"
+        # The batch is still running (held above): no progress yet, but its job was submitted.
+        assert query.lastProgress is None and query.status["isTriggerActive"]
+        assert first_read_planned(spark, query)
+    finally:
+        release.set()
+        query.stop()
+
+
+def test_a_cluster_query_on_an_empty_topic_counts_as_planned_at_its_first_trigger(spark, local_kafka, unique_topic, tmp_path):
+    # A cluster without a backlog must not hold the next query's start for the start-up timeout.
+    bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
+    deployment = parse_deployment(local_deployment(bootstrap, topics=[unique_topic], tree=TREE,
+                                                   checkpoint_location=str(tmp_path / "checkpoints")))
+    create_topic_everywhere(bootstrap, unique_topic, 2)
+    plan = plan_cluster(deployment, "c1", spark.sparkContext.defaultParallelism)
+    query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), "200 milliseconds")
+    try:
+        assert _wait_for(lambda: first_read_planned(spark, query), timeout=30)
+        assert query.isActive and query.exception() is None
+    finally:
+        query.stop()
