@@ -52,6 +52,10 @@ from treedist.pipeline.schemas import SchemaDistributor
 
 log = logging.getLogger(__name__)
 
+# How long after its sources are up a starting query may take to plan its first read before
+# the next query starts anyway (`_await_first_read`); planning took ~1.5 s on 2 cores.
+FIRST_READ_WAIT_S = 4.0
+
 
 @dataclass
 class RunningQuery:
@@ -248,12 +252,23 @@ class DistributionApp:
 
     def _await_first_read(self, run: RunningQuery, timeout: float) -> None:
         """Driver: wait until `run`'s query planned its first read (`first_read_planned`), it
-        failed (supervised by `check()`), or `timeout` passed (logged; it goes on anyway)."""
+        failed (supervised by `check()`), or `timeout` passed (logged; it goes on anyway).
+
+        Once its sources are up, a query that has not planned its first read within
+        FIRST_READ_WAIT_S is left to it (a target or the source may be unreachable, and its
+        first trigger then lasts as long as their metadata timeouts): what is at stake then
+        is only the memory of one more planning worker, not correctness."""
         deadline = time.monotonic() + timeout
+        sources_up_at = None
         while time.monotonic() < deadline:
-            if run.query.isActive and first_read_planned(self.spark, run.query):
-                return
-            if not run.query.isActive:
+            if run.query.isActive:
+                if first_read_planned(self.spark, run.query):
+                    return
+                if run.query.status.get("message") != "Initializing sources":
+                    sources_up_at = sources_up_at or time.monotonic()
+                    if time.monotonic() - sources_up_at >= FIRST_READ_WAIT_S:
+                        return
+            else:
                 self.check()  # a failed start is supervised like any failure
                 if run.supervision.state is not LinkState.STARTING:
                     return  # waiting, backing off or failed: check() takes it from here
