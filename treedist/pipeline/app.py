@@ -45,7 +45,7 @@ from treedist.pipeline.jobs import Job, Scheduler
 from treedist.pipeline.errors import PipelineError
 from treedist.pipeline.plan import ClusterPlan, plan_all, plan_cluster
 from treedist.pipeline.preflight import preflight
-from treedist.pipeline.query import first_read_planned, start_cluster_query
+from treedist.pipeline.query import INITIALIZING_SOURCES, first_read_planned, start_cluster_query
 from treedist.pipeline.supervision import LinkState, RestartPolicy, Supervision, error_summary
 from treedist.topology.failover import choose_target
 from treedist.pipeline.schemas import SchemaDistributor
@@ -108,7 +108,8 @@ class DistributionApp:
         the JVM within Spark's fixed 10 s; spawning all of them at once on a small machine
         misses that, so each query is started only after the previous one's sources are up,
         and its first batch's read is planned (`query.first_read_planned`: the planning
-        workers are then shared instead of one per query, ~80 MiB each).
+        workers are then shared instead of one per query, ~80 MiB each), or FIRST_READ_WAIT_S
+        passed since its sources came up.
         """
         self.scheduler.run_before_start()
         preflight(self.deployment)
@@ -264,7 +265,7 @@ class DistributionApp:
             if run.query.isActive:
                 if first_read_planned(self.spark, run.query):
                     return
-                if run.query.status.get("message") != "Initializing sources":
+                if run.query.status.get("message") != INITIALIZING_SOURCES:
                     sources_up_at = sources_up_at or time.monotonic()
                     if time.monotonic() - sources_up_at >= FIRST_READ_WAIT_S:
                         return

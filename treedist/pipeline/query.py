@@ -40,6 +40,10 @@ def start_cluster_query(spark: SparkSession, plan: ClusterPlan, counters: Cluste
     )
 
 
+# Spark's status message from a query's start until its first trigger begins.
+INITIALIZING_SOURCES = "Initializing sources"
+
+
 def first_read_planned(spark: SparkSession, query: StreamingQuery) -> bool:
     """Driver: has `query` planned the read of its first micro-batch (or found nothing to read)?
 
@@ -50,11 +54,11 @@ def first_read_planned(spark: SparkSession, query: StreamingQuery) -> bool:
     Why the application starts its queries one after another on this (and not once a query's
     sources are up): the read planning steps of queries planned at the same time each take a
     Python worker of ~80 MiB (pyarrow) that Spark keeps idle for a minute; one after another
-    they share one. Measured with the 4-cluster tree: peak RSS 1,509-1,574 -> ~1,430 MiB,
-    first copy on the farthest cluster 10.5-11.6 -> 12.8-15.1 s (benchmarks/startup_memory.py).
+    they share one. Measured with the 4-cluster tree: peak RSS 1,509-1,574 -> 1,428-1,434 MiB,
+    first copy on the farthest cluster 10.5-11.6 -> 10.7-15.1 s (benchmarks/startup_memory.py).
     """
     status = query.status
-    if status.get("message") == "Initializing sources":  # the first trigger has not begun
+    if status.get("message") == INITIALIZING_SOURCES:  # the first trigger has not begun
         return False
     if query.lastProgress is not None or not status.get("isTriggerActive", True):
         return True  # a batch completed, or the first trigger ended without one

@@ -4,7 +4,6 @@ read (`first_read_planned`), read off real streaming queries on the shared Spark
 from __future__ import annotations
 
 import threading
-import time
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
@@ -12,19 +11,11 @@ from treedist.pipeline.counters import ClusterCounters
 from treedist.pipeline.plan import plan_cluster
 from treedist.pipeline.query import first_read_planned, start_cluster_query
 
+from tests.e2e.offsets_workload import wait_for
 from tests.e2e.workload import create_topic_everywhere
 
 CLUSTERS = ["c1", "c2"]
 TREE = {"level": 1, "children": CLUSTERS}
-
-
-def _wait_for(condition, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_query_counts_as_planned_once_its_first_batch_submitted_a_job_before_the_batch_ends(spark):
@@ -39,7 +30,7 @@ def test_a_query_counts_as_planned_once_its_first_batch_submitted_a_job_before_t
     query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
              .writeStream.foreachBatch(hold_first_batch).start())
     try:
-        assert _wait_for(lambda: bool(seen_batches)), "the first batch never ran"
+        assert wait_for(lambda: bool(seen_batches), 60, interval=0.05), "the first batch never ran"
         # The batch is still running (held above): no progress yet, but its job was submitted.
         assert query.lastProgress is None and query.status["isTriggerActive"]
         assert first_read_planned(spark, query)
@@ -57,7 +48,7 @@ def test_a_cluster_query_on_an_empty_topic_counts_as_planned_at_its_first_trigge
     plan = plan_cluster(deployment, "c1", spark.sparkContext.defaultParallelism)
     query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), "200 milliseconds")
     try:
-        assert _wait_for(lambda: first_read_planned(spark, query), timeout=30)
+        assert wait_for(lambda: first_read_planned(spark, query), 30, interval=0.05)
         assert query.isActive and query.exception() is None
     finally:
         query.stop()
