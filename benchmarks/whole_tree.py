@@ -7,8 +7,8 @@ CPU microseconds per delivered copy (the system's processes; brokers apart), and
 treedist / loops. `steady` windows start at the first copy landing anywhere (Spark's start-up
 excluded); `wall` windows start at launch; `all_receiving` windows (diagnostic, not a target)
 start once every cluster receives copies: treedist starts its cluster queries one after another,
-so its steady window can hold the last queries' start-up, and this one mostly does not. Each tree runs `--rounds` rounds (default 3), loops
-then treedist on fresh brokers each: on 2 cores one run's throughput ratio moves by about
+so its steady window can hold the last queries' start-up, and this one mostly does not. Each
+tree runs `--rounds` rounds (default 3), loops then treedist on fresh brokers each: on 2 cores one run's throughput ratio moves by about
 +-0.2, so the ratios reported are the rounds' medians (min, max and every value in
 `ratios_over_rounds`), and `loops`/`treedist` are the round with the median throughput ratio.
 Run: .venv/bin/python -m benchmarks.whole_tree [--quick] [--per-cluster N] [--trees reference-4,unbalanced-5] [--rounds 3]
@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 
 from benchmarks.harness.kafka import Counts, LandingSampler, Records, preload
-from benchmarks.harness.procs import TreeMeter
+from benchmarks.harness.procs import TreeMeter, Window
 from benchmarks.harness import cli
 from benchmarks.harness.results import log, machine, over_rounds, save
 from benchmarks.harness.treedist_run import write_deployment
@@ -77,40 +77,29 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
         raise RuntimeError(f"{tree_name}/{system}: not complete in {timeout}s: {sampler.timeline[-1:]}")
     first = min(sampler.first_any.values())
     done = max(sampler.reached.values())
-    landed_first = sum(next(v for t, v in sampler.timeline if t >= first).values()) - total  # copies already there
-    steady = TreeMeter.between(bench.meter.at(first), bench.meter.at(done))
+    brokers = f"broker:{run_id}-{system}"
+    steady, steady_figures = _window(bench, sampler, keys, brokers, total, copies, first, done, "steady")
     # Diagnostic window: from the moment EVERY cluster receives copies (for treedist, the last
     # queries' start-up is then mostly behind; for the loops, their processes' staggered start).
     receiving = max(sampler.first_any.values())
-    landed_receiving = sum(next(v for t, v in sampler.timeline if t >= receiving).values()) - total
-    all_receiving = TreeMeter.between(bench.meter.at(receiving), bench.meter.at(done))
+    _, receiving_figures = _window(bench, sampler, keys, brokers, total, copies, receiving, done,
+                                  "all_receiving")
     wall = TreeMeter.between(start, end)
-    own_steady = sum(steady.cpu.get(k, 0.0) for k in keys)
     own_wall = sum(wall.cpu.get(k, 0.0) for k in keys)
-    brokers_steady = sum(v for k, v in steady.cpu.items() if k.startswith(f"broker:{run_id}-{system}"))
-    own_receiving = sum(all_receiving.cpu.get(k, 0.0) for k in keys)
-    brokers_receiving = sum(v for k, v in all_receiving.cpu.items() if k.startswith(f"broker:{run_id}-{system}"))
     steady_breakdown = {k: bench.meter.by_kind_between(k, first, done) for k in keys} if system == "treedist" else None
     batches = _batches(bench.dir / f"ck-{run_id}") if system == "treedist" else None
     bench.stop_brokers()
-    steady_copies = copies - landed_first
-    receiving_copies = copies - landed_receiving
     return {
         "clusters": len(names),
         "copies": copies,
         "wall_seconds": round(done - start[0], 2),
         "steady_seconds": round(done - first, 2),
-        "copies_per_second_steady": round(steady_copies / (done - first)) if done > first else None,
         "copies_per_second_wall": round(copies / (done - start[0])),
-        "cpu_us_per_copy_steady": round(own_steady * 1e6 / steady_copies, 2) if steady_copies else None,
         "cpu_us_per_copy_wall": round(own_wall * 1e6 / copies, 2),
-        "broker_cpu_us_per_copy_steady": round(brokers_steady * 1e6 / steady_copies, 2) if steady_copies else None,
+        **steady_figures,
         # the same from the moment every cluster receives copies (diagnostic; the targets use `steady`)
         "all_receiving_seconds": round(done - receiving, 2),
-        "copies_per_second_all_receiving": round(receiving_copies / (done - receiving)) if done > receiving else None,
-        "cpu_us_per_copy_all_receiving": round(own_receiving * 1e6 / receiving_copies, 2) if receiving_copies else None,
-        "broker_cpu_us_per_copy_all_receiving": (round(brokers_receiving * 1e6 / receiving_copies, 2)
-                                                 if receiving_copies else None),
+        **receiving_figures,
         # per cluster, seconds from launch: its first copy landing and its last (all records held)
         "first_copy_s": {n: round(t - start[0], 2) for n, t in sorted(sampler.first_any.items())},
         "complete_s": {n: round(t - start[0], 2) for n, t in sorted(sampler.reached.items())},
@@ -119,6 +108,23 @@ def run_system(bench: Workbench, system: str, tree_name: str, per_cluster: int, 
         "cpu_seconds_by_process_kind_wall": breakdown,
         "cpu_seconds_by_process_kind_steady": steady_breakdown,
         "batches_per_query": batches,
+    }
+
+
+def _window(bench: Workbench, sampler: LandingSampler, keys: list[str], brokers: str, total: int, copies: int,
+            since: float, done: float, name: str) -> tuple[Window, dict]:
+    """The meter's window from `since` to `done` and its figures, named `<figure>_<name>`: the
+    `copies` that landed in it per second, and the system's (`keys`) and the brokers' CPU per
+    such copy (`total`: the records preloaded, there before any copy)."""
+    window = TreeMeter.between(bench.meter.at(since), bench.meter.at(done))
+    landed_before = sum(next(v for t, v in sampler.timeline if t >= since).values()) - total
+    in_window = copies - landed_before
+    own = sum(window.cpu.get(k, 0.0) for k in keys)
+    broker_cpu = sum(v for k, v in window.cpu.items() if k.startswith(brokers))
+    return window, {
+        f"copies_per_second_{name}": round(in_window / (done - since)) if done > since else None,
+        f"cpu_us_per_copy_{name}": round(own * 1e6 / in_window, 2) if in_window else None,
+        f"broker_cpu_us_per_copy_{name}": round(broker_cpu * 1e6 / in_window, 2) if in_window else None,
     }
 
 
