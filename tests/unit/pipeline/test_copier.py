@@ -27,12 +27,14 @@ FH, OH = "treedist-copy-flags", "treedist-origin"
 
 
 class Recorder:
-    """Collects produce calls the way the copier makes them (positional + timestamp/headers)."""
+    """Collects produce calls with confluent-kafka's positional layout (topic, value, key,
+    partition, on_delivery, callback, timestamp, headers): the copier passes no callback."""
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
 
-    def produce(self, topic, value, key, partition, timestamp=0, headers=None):
+    def produce(self, topic, value, key, partition, on_delivery, callback, timestamp, headers, *more):
+        assert on_delivery is None and callback is None and not more, "the copier sets no per-record callback"
         self.calls.append((topic, value, key, partition, timestamp, headers))
 
     def on_full(self, *row):
