@@ -8,9 +8,10 @@ treedist / loops. `steady` windows start at the first copy landing anywhere (Spa
 excluded); `wall` windows start at launch; `all_receiving` windows (diagnostic, not a target)
 start once every cluster receives copies: treedist starts its cluster queries one after another,
 so its steady window can hold the last queries' start-up, and this one mostly does not. Each
-tree runs `--rounds` rounds (default 3), loops then treedist on fresh brokers each: on 2 cores one run's throughput ratio moves by about
-+-0.2, so the ratios reported are the rounds' medians (min, max and every value in
-`ratios_over_rounds`), and `loops`/`treedist` are the round with the median throughput ratio.
+tree runs `--rounds` rounds (default 3), loops then treedist on fresh brokers each: on 2 cores
+one run's throughput ratio moves by about +-0.2, so the ratios reported are the rounds'
+medians (min, max and every value in `ratios_over_rounds`), and `loops`/`treedist` are the
+round with the median throughput ratio.
 Run: .venv/bin/python -m benchmarks.whole_tree [--quick] [--per-cluster N] [--trees reference-4,unbalanced-5] [--rounds 3]
 """
 

@@ -129,10 +129,9 @@ class RecordCopier:
         copied = [0] * len(levels)
         level_bytes = [0] * len(levels)
         # Flags -> (index, produce, target topic, copy-flag header entry, range) of each level
-        # that copies a record carrying them. Many reads copy nothing
-        # (on the 4-cluster tree 2 of a record's 4; every read of the copies on a single
-        # link's target): those records cost the header scan only, before any origin, key,
-        # value or timestamp is touched.
+        # that copies a record carrying them. Many reads copy nothing (on the 4-cluster tree 2
+        # of a record's 4; every read of the copies on a single link's target): those records
+        # cost the header scan only, before any origin, key, value or timestamp is touched.
         routes: dict[int, tuple] = {}
         absent = _ABSENT
         origin_prefix = f"{self.cluster}/{topic}/{partition}/"
