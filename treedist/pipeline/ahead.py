@@ -11,17 +11,19 @@ reads each record once.
 The protocol (the batch stays deterministic: its offset log entry says what it reads):
 
 1. executor, after every window of the task is read: the records already received past
-   the end of a window in which every level copies the whole window (the steady state),
-   up to what librdkafka has queued (no new fetch waited for), at most the task's share of
-   what `max_records_per_trigger` leaves after the batch's windows (`positions.ahead_share`:
-   the next batch starts after these records, so the limit holds for a batch and what it
-   copies ahead together; without a limit, at most as many records as the task's windows
-   held, at least 20,000);
+   the end of a window in which every level copies the whole window (the steady state), and
+   then, while a backlog keeps arriving, what the consumer fetches next (for at most about a
+   second; `task.copy_ahead`), all of it at most the task's share of what
+   `max_records_per_trigger` leaves after the batch's windows (`positions.ahead_share`: the
+   next batch starts after these records, so the limit holds for a batch and what it copies
+   ahead together; without a limit, at most as many records as the task's windows held, at
+   least 20,000);
 2. executor: for EVERY such window of the task, write its intent file
    `<checkpoint>/copied-ahead/<topic>~<partition>`: the batch (`positions.batch_token` of
    its end offset), the window's end and the offset copied up to (= the end when nothing was
-   received past it). Written before any copy of step 3 is produced, and by every attempt
-   of the task (a retry overwrites what a failed attempt intended);
+   received past it), before any copy past the window is produced, and again, with the new
+   offset, before each further run of the partition's records is copied. Written by every
+   attempt of the task (a retry overwrites what a failed attempt intended);
 3. executor: copy those records for every level, like the window's own; the task's
    `finish()` then proves every delivery, so the batch commits only after they landed;
 4. driver, planning the next batch (`latestOffset(start)`, `start` being that batch's end):

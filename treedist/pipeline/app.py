@@ -114,7 +114,7 @@ class DistributionApp:
         self.scheduler.run_before_start()
         preflight(self.deployment)
         try:
-            for plan in plan_all(self.deployment, max_tasks=self.spark.sparkContext.defaultParallelism):
+            for plan in plan_all(self.deployment, cores=self.spark.sparkContext.defaultParallelism):
                 self._start_messages(plan, startup_timeout)
             if self.deployment.schemas is not None:
                 self._start_schemas()

@@ -230,23 +230,16 @@ def batch_windows(start: LevelPositions, end: LevelPositions) -> list[PartitionW
     ]
 
 
-# A task holds the records it copies ahead in memory until their intents are written (Message
-# objects: ~300 bytes each besides key and value). 100,000 per task is what the default
-# max_records_per_trigger of 200,000 allowed two tasks before it became 1,000,000.
-MAX_AHEAD_PER_TASK = 100_000
-
-
 def ahead_share(read: int, max_records: int | None, tasks: int) -> int | None:
     """The most records each of a batch's `tasks` tasks may copy ahead, so that the batch's
-    `read` records and everything copied ahead stay within `max_records` per trigger, and at
-    most MAX_AHEAD_PER_TASK (memory).
+    `read` records and everything copied ahead stay within `max_records` per trigger.
 
     Records copied ahead are taken out of the next batch, so without this bound a small
     `max_records_per_trigger` would not hold: a backlog would go in one batch's copies.
     None when nothing bounds a batch."""
     if max_records is None:
         return None
-    return min(MAX_AHEAD_PER_TASK, max(0, max_records - read) // max(1, tasks))
+    return max(0, max_records - read) // max(1, tasks)
 
 
 def pack_tasks(windows: list[PartitionWindow], max_tasks: int, min_records_per_task: int) -> list[list[PartitionWindow]]:

@@ -13,8 +13,9 @@ Runs in an executor (a Python worker), inside the source's `read()`. Steps:
    partition there; no progress for `poll_timeout_s` fails the task naming the windows: a
    short batch is never returned;
    3b. copy ahead (`treedist.pipeline.ahead`): the records already received past the end
-   of a window that every level copies whole, up to what the consumer has queued, are
-   copied too, after their intent files are written;
+   of a window that every level copies whole are copied too, and then, while a backlog keeps
+   arriving, what the consumer fetches next (about a second at most), each partition's
+   intent file written before its records are copied;
 4. unassign the consumer, then `finish()` every producer: flush and check every delivery;
    any failed or undelivered record raises, so the task fails and Spark retries it. Why
    unassign first: a consumer left assigned keeps fetching while the producers flush
@@ -49,6 +50,16 @@ log = logging.getLogger(__name__)
 
 CONSUME_BATCH = 20_000
 CONSUME_WAIT_S = 0.1
+# Copying ahead (step 3b) goes on while a backlog keeps arriving: each consume waits at most
+# AHEAD_WAIT_S (a fetch's round trip), the task stops at one that brings fewer than
+# AHEAD_MIN_RECORDS records (under 50,000 records/s: no backlog, the next batch takes them),
+# and after AHEAD_LINGER_S in any case (other queries' batches wait for the core).
+AHEAD_WAIT_S = 0.02
+AHEAD_MIN_RECORDS = 1_000
+AHEAD_LINGER_S = 1.0
+# The records the windows' fetches brought past their ends are held until their intents are
+# written (Message objects: ~300 bytes each besides key and value): at most this many.
+MAX_HELD_AHEAD = 100_000
 
 
 class ReadStalled(PipelineError):
@@ -242,31 +253,38 @@ def _keep_beyond(beyond: dict, tp: tuple, records: list, floor: int) -> None:
 
 
 def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, directory) -> None:
-    """Step 3b (executor; `treedist.pipeline.ahead`): after every window was read, copy what
-    the consumer already received past the end of the uniform windows.
+    """Step 3b (executor; `treedist.pipeline.ahead`): after every window was read, copy the
+    records past the end of the uniform windows, and go on while a backlog keeps arriving.
+    All of it within the task's `ahead_limit` (its share of what `max_records_per_trigger`
+    leaves after the batch's windows; without a limit, as many as the windows held, at least
+    `CONSUME_BATCH`).
 
-    1. take what librdkafka has queued without waiting (`consume(timeout=0)`), at most the
-       task's `ahead_limit` (its share of what `max_records_per_trigger` leaves after the
-       batch's windows; without a limit, as many as the windows held, at least
-       `CONSUME_BATCH`): each batch that copies less leaves the rest to a later batch, whose
-       fetch returns this partition's whole tail again; a partition with a consumer
-       error stops where it is (its records past that are not copied ahead, so read again
-       next batch);
-    2. write the intent of every uniform window (its end, and the offset copied up to);
-    3. copy the records, every level, in offset order (the producers' `finish()` follows).
+    1. take what the windows' own fetches brought past their ends (`beyond`), at most
+       MAX_HELD_AHEAD records, a prefix of each partition (a partition cut there takes no
+       more: its next records would leave a gap);
+    2. write the intent of EVERY uniform window (its end, and the offset copied up to: the end
+       when nothing was received past it), then copy those records, every level, in offset
+       order;
+    3. for at most AHEAD_LINGER_S: consume what arrives (waiting up to AHEAD_WAIT_S), write the
+       intents of the partitions it advances, then copy it; stop after a consume that brought
+       fewer than AHEAD_MIN_RECORDS records (no backlog: the next batch takes what comes, and
+       the task frees its core for the other queries). A partition with a consumer error
+       stops where it is (its records past that are read again by the next batch).
+
+    The producers' `finish()` follows: the batch commits only once every copy landed.
+    Streaming (step 3) holds no more than one consume's records.
     """
     uniform = {(w.topic, w.partition): w for w in task.windows if w.uniform}
     for tp in [tp for tp in beyond if tp not in uniform]:
         del beyond[tp]
     cap = task.ahead_limit if task.ahead_limit is not None else max(CONSUME_BATCH, task.count)
-    # What the windows' own fetches brought may already be more; a cut partition takes no more
-    # records (they would leave a gap after its kept prefix).
-    stopped: set = _trim(beyond, cap)
+    stopped: set = _trim(beyond, min(cap, MAX_HELD_AHEAD))
     held = sum(len(v) for v in beyond.values())
-    while held < cap:
-        messages = consumer.consume(min(CONSUME_BATCH, cap - held), 0)
-        if not messages:
-            break
+    copied_to = {tp: w.until_offset for tp, w in uniform.items()}
+    _copy_beyond(beyond, uniform, copied_to, list(uniform), on_records, directory, task.batch)
+    deadline = time.monotonic() + AHEAD_LINGER_S
+    while held < cap and time.monotonic() < deadline:
+        messages = consumer.consume(min(CONSUME_BATCH, cap - held), AHEAD_WAIT_S)
         received: dict[tuple, list] = {}  # this consume's records per partition, in offset order
         for msg in messages:
             tp = (msg.topic(), msg.partition())
@@ -278,18 +296,31 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
                     stopped.add(tp)
                 continue
             received.setdefault(tp, []).append(msg)
+        fresh: dict[tuple, list] = {}
         for tp, records in received.items():
-            _keep_beyond(beyond, tp, records, uniform[tp].until_offset)
+            _keep_beyond(fresh, tp, records, copied_to[tp])
+        took = sum(len(v) for v in fresh.values())
+        if fresh:
+            _copy_beyond(fresh, uniform, copied_to, list(fresh), on_records, directory, task.batch)
         held += len(messages)
-    entries, runs = [], []
-    for tp, window in sorted(uniform.items()):
-        records = beyond.get(tp) or []
-        to = records[-1].offset() + 1 if records else window.until_offset
-        entries.append((TopicPartitionKey(tp[0], tp[1]), window.until_offset, to))
+        if took < AHEAD_MIN_RECORDS:
+            break
+
+
+def _copy_beyond(records_by_tp: dict, uniform: dict, copied_to: dict, tps: list, on_records, directory,
+                 batch: str) -> None:
+    """Write the intents of `tps` (each partition's window end and the offset copied up to,
+    after `records_by_tp`), then copy those records for every level."""
+    runs = []
+    for tp in sorted(tps):
+        window, records = uniform[tp], records_by_tp.get(tp) or []
         if records:
-            ranges = tuple(LevelRange(r.level, window.until_offset, to) for r in window.levels)
-            runs.append((PartitionWindow(tp[0], tp[1], window.until_offset, to, ranges), records))
-    ahead.write_intents(directory, task.batch, entries)
+            runs.append((PartitionWindow(tp[0], tp[1], copied_to[tp], records[-1].offset() + 1,
+                                         tuple(LevelRange(r.level, copied_to[tp], records[-1].offset() + 1)
+                                               for r in window.levels)), records))
+            copied_to[tp] = records[-1].offset() + 1
+    ahead.write_intents(directory, batch, [(TopicPartitionKey(tp[0], tp[1]), uniform[tp].until_offset, copied_to[tp])
+                                           for tp in sorted(tps)])
     for window, records in runs:
         on_records(window, window.topic, window.partition, records)
 

@@ -5,9 +5,11 @@ after them, and every record lands on the target exactly once."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from treedist.config import parse_deployment
@@ -122,3 +124,52 @@ def test_copying_ahead_keeps_a_batch_within_max_records_per_trigger(local_kafka,
     report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
     assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
     assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 150, timeout=30) == {"c2": 150}
+
+
+def test_records_that_keep_arriving_while_a_task_copies_ahead_are_copied_once_and_the_next_batch_follows(
+        local_kafka, unique_topic, tmp_path):
+    # A backlog that keeps arriving (another cluster's copies landing here) is copied by the
+    # task while it lasts (step 3 of copy_ahead, within AHEAD_LINGER_S), each partition's
+    # intent written before its records are copied; the next batch starts after them.
+    bootstrap, deployment, plan, reader, tp = _setup(local_kafka, unique_topic, tmp_path)
+    _, end, task = _first_batch(bootstrap, reader, unique_topic, 100)
+    total = 100 + 40 * 2_500
+    producer = threading.Thread(target=_produce_in_bursts, args=(bootstrap["c1"], unique_topic, 100, 40, 2_500))
+    producer.start()
+    try:
+        _wait_for_offset(bootstrap["c1"], unique_topic, 2_600)  # a backlog past the window
+        stats = run_task(plan, task)
+    finally:
+        producer.join(60)
+    assert stats.records_in == stats.copied > 100
+
+    after = reader.latestOffset(end, ReadAllAvailable())
+    assert after["copied_ahead"] == {unique_topic: {"0": stats.copied}}
+    tasks = reader.partitions(end, after)
+    # what the task left (if the backlog outlasted it) is the next batch's, from where it stopped
+    assert [[(w.from_offset, w.until_offset) for w in t.windows] for t in tasks] == (
+        [[(stats.copied, total)]] if stats.copied < total else [])
+    assert sum(run_task(plan, t).copied for t in tasks) == total - stats.copied
+
+    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, total, timeout=60) == {"c2": total}
+    report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
+    assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
+
+
+def _produce_in_bursts(servers: str, topic: str, first: int, bursts: int, size: int) -> None:
+    p = Producer({"bootstrap.servers": servers, "linger.ms": 5})
+    for b in range(bursts):
+        for i in range(first + b * size, first + (b + 1) * size):
+            p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
+        assert p.flush(30) == 0
+
+
+def _wait_for_offset(servers: str, topic: str, offset: int, timeout: float = 30.0) -> None:
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": "copy-ahead-test"})
+    try:
+        deadline = time.monotonic() + timeout
+        while consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1] < offset:
+            assert time.monotonic() < deadline, f"{topic} did not reach offset {offset}"
+            time.sleep(0.01)
+    finally:
+        consumer.close()

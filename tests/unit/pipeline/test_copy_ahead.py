@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 from treedist.pipeline import ahead
 from treedist.pipeline.positions import (
     LevelPositions,
-    MAX_AHEAD_PER_TASK,
     ahead_share,
     batch_token,
     batch_windows,
@@ -114,13 +113,12 @@ def test_intents_are_read_for_their_own_batch_only(tmp_path):
 def test_a_batch_with_what_its_tasks_copy_ahead_stays_within_the_limit(read, max_records, tasks):
     # WITHIN_THE_LIMIT: the records a batch reads plus every task's share of copying ahead
     # are at most max_records_per_trigger (when the windows themselves are within it), and
-    # no task holds more than MAX_AHEAD_PER_TASK records to copy ahead.
+    # only the rounding of the share is left unused.
     share = ahead_share(read, max_records, tasks)
     if max_records is None:
         assert share is None
     else:
-        assert 0 <= share <= MAX_AHEAD_PER_TASK
+        assert share >= 0
         if read <= max_records:
             assert read + tasks * share <= max_records
-            # only the rounding is left unused, unless the memory bound took over
-            assert share == MAX_AHEAD_PER_TASK or max_records - (read + tasks * share) < tasks
+            assert max_records - (read + tasks * share) < tasks

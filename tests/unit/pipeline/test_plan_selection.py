@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, strategies as st
 
 from treedist.config import parse_deployment
-from treedist.pipeline.plan import plan_all
+from treedist.pipeline.plan import plan_all, tasks_per_query
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 
@@ -51,3 +51,18 @@ def test_the_examples_of_the_readme_select_as_documented():
     assert by_cluster["dc1-a"].selects("orders") and by_cluster["dc1-a"].selects("payments.eu")
     assert not by_cluster["dc1-a"].selects("__consumer_offsets") and not by_cluster["dc1-a"].misfit("__consumer_offsets")
     assert by_cluster["dc2-b"].misfit("acme-prod-eu-orders")  # another format's topic: reported, not distributed
+
+
+@given(cores=st.integers(1, 256), queries=st.integers(1, 64))
+def test_the_queries_share_the_task_slots(cores, queries):
+    # SHARED_SLOTS: each query gets at least one task per batch, and all of them together
+    # take no more slots than there are, unless there are fewer slots than queries.
+    tasks = tasks_per_query(cores, queries)
+    assert tasks >= 1
+    assert tasks * queries <= max(cores, queries)
+    assert tasks == max(1, cores // queries)  # nothing is left unused but the rounding
+
+
+def test_every_plan_of_a_deployment_gets_its_share_of_the_cores():
+    assert {p.max_tasks for p in plan_all(DEPLOYMENT, cores=2 * len(PLANS))} == {2}
+    assert {p.max_tasks for p in plan_all(DEPLOYMENT, cores=2)} == {1}
