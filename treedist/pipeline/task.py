@@ -315,10 +315,10 @@ def _copy_beyond(records_by_tp: dict, uniform: dict, copied_to: dict, tps: list,
     for tp in sorted(tps):
         window, records = uniform[tp], records_by_tp.get(tp) or []
         if records:
-            runs.append((PartitionWindow(tp[0], tp[1], copied_to[tp], records[-1].offset() + 1,
-                                         tuple(LevelRange(r.level, copied_to[tp], records[-1].offset() + 1)
-                                               for r in window.levels)), records))
-            copied_to[tp] = records[-1].offset() + 1
+            since, to = copied_to[tp], records[-1].offset() + 1
+            ranges = tuple(LevelRange(r.level, since, to) for r in window.levels)
+            runs.append((PartitionWindow(tp[0], tp[1], since, to, ranges), records))
+            copied_to[tp] = to
     ahead.write_intents(directory, batch, [(TopicPartitionKey(tp[0], tp[1]), uniform[tp].until_offset, copied_to[tp])
                                            for tp in sorted(tps)])
     for window, records in runs:

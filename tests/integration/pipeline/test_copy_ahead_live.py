@@ -9,10 +9,11 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from treedist.config import parse_deployment
+from treedist.kafka.offsets import OffsetReader
 from treedist.local.deployment import local_deployment
 from treedist.pipeline import ahead
 from treedist.pipeline.plan import plan_cluster
@@ -137,7 +138,7 @@ def test_records_that_keep_arriving_while_a_task_copies_ahead_are_copied_once_an
     producer = threading.Thread(target=_produce_in_bursts, args=(bootstrap["c1"], unique_topic, 100, 40, 2_500))
     producer.start()
     try:
-        _wait_for_offset(bootstrap["c1"], unique_topic, 2_600)  # a backlog past the window
+        _wait_for_records(bootstrap["c1"], unique_topic, 2_600)  # a backlog past the window
         stats = run_task(plan, task)
     finally:
         producer.join(60)
@@ -157,19 +158,15 @@ def test_records_that_keep_arriving_while_a_task_copies_ahead_are_copied_once_an
 
 
 def _produce_in_bursts(servers: str, topic: str, first: int, bursts: int, size: int) -> None:
-    p = Producer({"bootstrap.servers": servers, "linger.ms": 5})
     for b in range(bursts):
-        for i in range(first + b * size, first + (b + 1) * size):
-            p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
-        assert p.flush(30) == 0
+        _produce(servers, topic, first + b * size, size)
 
 
-def _wait_for_offset(servers: str, topic: str, offset: int, timeout: float = 30.0) -> None:
-    consumer = Consumer({"bootstrap.servers": servers, "group.id": "copy-ahead-test"})
-    try:
-        deadline = time.monotonic() + timeout
-        while consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1] < offset:
-            assert time.monotonic() < deadline, f"{topic} did not reach offset {offset}"
-            time.sleep(0.01)
-    finally:
-        consumer.close()
+def _wait_for_records(servers: str, topic: str, count: int, timeout: float = 30.0) -> None:
+    """Poll the topic's record count every 10 ms (`wait_for_counts` polls every second: the
+    whole backlog would be there by then) until it holds `count` records."""
+    reader = OffsetReader({"bootstrap.servers": servers}, cluster="c1", timeout_s=10.0)
+    deadline = time.monotonic() + timeout
+    while reader.record_count(topic) < count:
+        assert time.monotonic() < deadline, f"{topic} did not reach {count} records"
+        time.sleep(0.01)
