@@ -30,10 +30,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -52,8 +54,9 @@ from treedist.pipeline.schemas import SchemaDistributor
 
 log = logging.getLogger(__name__)
 
-# How long after its sources are up a starting query may take to plan its first read before
-# the next query starts anyway (`_await_first_read`); planning took ~1.5 s on 2 cores.
+# How long after its sources are up (and, at start-up, its release) a query may take to plan
+# its first read before the next query is started or released anyway (`_await_first_read`);
+# planning took ~1.5 s on 2 cores.
 FIRST_READ_WAIT_S = 4.0
 
 
@@ -102,33 +105,57 @@ class DistributionApp:
         self._offset_jobs: dict[str, Job] | None = None  # worker mode: built on first need, committers shared
 
     def start(self, startup_timeout: float = 120.0) -> None:
-        """Background jobs' first passes, preflight, then the queries one after another.
+        """Background jobs' first passes, preflight, then the queries in two passes:
 
-        Each query's source lives in a driver-side Python worker that must connect back to
-        the JVM within Spark's fixed 10 s; spawning all of them at once on a small machine
-        misses that, so each query is started only after the previous one's sources are up,
-        and its first batch's read is planned (`query.first_read_planned`: the planning
-        workers are then shared instead of one per query, ~80 MiB each), or FIRST_READ_WAIT_S
-        passed since its sources came up.
+        1. Each query is started held (`ClusterPlan.hold_file`: its first latestOffset waits
+           while that file exists), one after another: each query's source lives in a
+           driver-side Python worker that must connect back to the JVM within Spark's fixed
+           10 s, which spawning all of them at once on a small machine misses, so the next
+           query starts once the previous one's sources are up.
+        2. The queries are released one after another: the next once the previous one planned
+           its first read (`query.first_read_planned`: the planning workers are then shared
+           instead of one per query, ~80 MiB each), or FIRST_READ_WAIT_S passed.
+
+        Why held: a query that copies while the next ones still start spends its first seconds
+        next to their start-up (each a planner process importing PySpark and pyarrow), and the
+        copies it forwards wait until their cluster's query is up. Released together, the
+        clusters start copying within a second of each other (docs/architecture.md, "Starting
+        every query before any copies").
         """
         self.scheduler.run_before_start()
         preflight(self.deployment)
+        holds = Path(tempfile.mkdtemp(prefix="treedist-hold-"))
         try:
-            for plan in plan_all(self.deployment, cores=self.spark.sparkContext.defaultParallelism):
-                self._start_messages(plan, startup_timeout)
+            held = [self._start_messages(plan, startup_timeout, holds / plan.cluster)
+                    for plan in plan_all(self.deployment, cores=self.spark.sparkContext.defaultParallelism)]
+            for run in held:
+                (holds / run.plan.cluster).unlink(missing_ok=True)
+                self._await_first_read(run, startup_timeout)
             if self.deployment.schemas is not None:
                 self._start_schemas()
             self.scheduler.start()
             self.health.start()
         except BaseException:
+            shutil.rmtree(holds, ignore_errors=True)  # released first: a held query would not stop
             self.stop()
             raise
+        finally:
+            shutil.rmtree(holds, ignore_errors=True)
 
-    def _start_messages(self, plan: ClusterPlan, startup_timeout: float) -> RunningQuery:
+    def _start_messages(self, plan: ClusterPlan, startup_timeout: float, hold: Path | None = None) -> RunningQuery:
+        """Start `plan`'s query and wait until it planned its first read or, with a `hold`
+        file (created here), until its sources are up: it then waits for the file to go."""
         counters = ClusterCounters(self.spark, plan)
-        run = RunningQuery(plan, counters, self._start(plan, counters), Supervision(self.policy))
+        if hold is not None:
+            hold.touch()
+        started = plan if hold is None else replace(plan, hold_file=str(hold))
+        # Kept without the hold file: restarts (`check()`) and config changes (`apply()`) use it.
+        run = RunningQuery(plan, counters, self._start(started, counters), Supervision(self.policy))
         self.running[plan.query_name] = run
-        self._await_first_read(run, startup_timeout)
+        if hold is None:
+            self._await_first_read(run, startup_timeout)
+        else:
+            self._await_sources(run, startup_timeout)
         return run
 
     def _start_schemas(self) -> None:
@@ -251,6 +278,11 @@ class DistributionApp:
         self._write_live_targets(plan)  # worker mode: a restart (or a failover) starts on the plan's targets
         return start_cluster_query(self.spark, plan, counters, self.deployment.distributor.trigger_interval)
 
+    def _await_sources(self, run: RunningQuery, timeout: float) -> None:
+        """Driver: wait until `run`'s query has its sources up (its first trigger began), it
+        failed (supervised by `check()`), or `timeout` passed (logged; it goes on anyway)."""
+        self._await(run, timeout, lambda: run.query.status.get("message") != INITIALIZING_SOURCES)
+
     def _await_first_read(self, run: RunningQuery, timeout: float) -> None:
         """Driver: wait until `run`'s query planned its first read (`first_read_planned`), it
         failed (supervised by `check()`), or `timeout` passed (logged; it goes on anyway).
@@ -259,22 +291,33 @@ class DistributionApp:
         FIRST_READ_WAIT_S is left to it (a target or the source may be unreachable, and its
         first trigger then lasts as long as their metadata timeouts): what is at stake then
         is only the memory of one more planning worker, not correctness."""
-        deadline = time.monotonic() + timeout
         sources_up_at = None
+
+        def planned_or_left_to_itself() -> bool:
+            nonlocal sources_up_at
+            if first_read_planned(self.spark, run.query):
+                return True
+            if run.query.status.get("message") != INITIALIZING_SOURCES:
+                sources_up_at = sources_up_at or time.monotonic()
+                return time.monotonic() - sources_up_at >= FIRST_READ_WAIT_S
+            return False
+
+        self._await(run, timeout, planned_or_left_to_itself)
+
+    def _await(self, run: RunningQuery, timeout: float, ready: Callable[[], bool]) -> None:
+        """Driver: poll until `ready()` while `run`'s query is active, until it failed and
+        `check()` took it over, or until `timeout` passed (logged; start-up goes on anyway)."""
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if run.query.isActive:
-                if first_read_planned(self.spark, run.query):
+                if ready():
                     return
-                if run.query.status.get("message") != INITIALIZING_SOURCES:
-                    sources_up_at = sources_up_at or time.monotonic()
-                    if time.monotonic() - sources_up_at >= FIRST_READ_WAIT_S:
-                        return
             else:
                 self.check()  # a failed start is supervised like any failure
                 if run.supervision.state is not LinkState.STARTING:
                     return  # waiting, backing off or failed: check() takes it from here
-            time.sleep(0.1)
-        log.warning("query %s still %r after %.0f s; starting the next one anyway (check() supervises it)",
+            time.sleep(0.05)
+        log.warning("query %s still %r after %.0f s; going on with the next one (check() supervises it)",
                     run.plan.query_name, run.query.status.get("message"), timeout)
 
     def check(self) -> None:

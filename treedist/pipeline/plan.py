@@ -64,6 +64,9 @@ class ClusterPlan:
     # every batch, so a target switch takes effect at the next batch without a restart.
     live_targets: str | None = None
     min_records_per_task: int = MIN_RECORDS_PER_TASK
+    # Start-up (`DistributionApp.start`): while this driver-local file exists, the query's first
+    # latestOffset waits, so that every query's sources come up before any of them copies.
+    hold_file: str | None = None
     poll_timeout_s: float = 120.0
     metadata_timeout_s: float = 30.0
 

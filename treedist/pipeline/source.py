@@ -6,7 +6,9 @@ JVM). Spark gets one summary row per task and writes it to its `noop` sink.
 
 Protocol of one micro-batch:
 
-1. driver, `latestOffset(start, limit)`: list the cluster's selected partitions (at most
+1. driver, `latestOffset(start, limit)`: (the query's first call only, with a hold file in
+   its plan: wait while that file exists, see `DistributionApp.start`) list the cluster's
+   selected partitions (at most
    every `topic_refresh_seconds`; a partition new to the listing is taken only once it
    exists on every level's target, under the target's name for its topic: topic sync
    creates it there within its interval, and until then the partition waits, unread, instead
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
@@ -174,6 +177,9 @@ class DistributorReader(DataSourceStreamReader):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """Driver, before every micro-batch: the end of the next batch (step 1)."""
+        if self.plan.hold_file is not None:  # the query's first call: start-up holds it
+            _wait_while_held(self.plan.hold_file)
+            self.plan = replace(self.plan, hold_file=None)
         begin = LevelPositions.from_dict(start)
         copied = self._copied_ahead(start, begin)
         begin = begin.advanced(copied)
@@ -360,3 +366,18 @@ def distributor_source(plan: ClusterPlan, counters) -> type[DistributorSource]:
 
     BoundDistributorSource.__qualname__ = f"DistributorSource[{plan.cluster}]"
     return BoundDistributorSource
+
+
+# The longest a query's first latestOffset waits for its hold file to go: the application
+# removes it within seconds, or on any failure; past this, the query goes on by itself.
+HOLD_MAX_S = 120.0
+
+
+def _wait_while_held(path: str) -> None:
+    """Driver (the query's planner process): wait while `path` exists, at most HOLD_MAX_S.
+
+    The query's status meanwhile says it is getting offsets: its sources are up. A plain
+    file because the planner is a process of its own (the same host as the application)."""
+    deadline = time.monotonic() + HOLD_MAX_S
+    while Path(path).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
