@@ -196,9 +196,19 @@ class LatencyReader(threading.Thread):
         return [lat for seen, lat in self.samples if start_ms <= seen - lat < end_ms]
 
 
-def produce_at_rate(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float, value_bytes: int = 100) -> int:
-    """Produce `rate` records/s for `seconds` with CreateTime = now; returns the count."""
-    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER, "linger.ms": 5})
+def rate_producer(bootstrap: str) -> Producer:
+    """The producer `produce_at_rate` uses: idempotent, acks=all, linger 5 ms."""
+    return Producer({"bootstrap.servers": bootstrap, **PRODUCER, "linger.ms": 5})
+
+
+def produce_at_rate(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float, value_bytes: int = 100,
+                    producer: Producer | None = None) -> int:
+    """Produce `rate` records/s for `seconds` with CreateTime = now; returns the count.
+
+    Pass one `producer` (`rate_producer`) to phases measured one after another: a new
+    idempotent producer's first records wait for its connection and producer id (up to ~1 s
+    on a busy local broker), and with CreateTime = now that wait counts as latency."""
+    producer = producer if producer is not None else rate_producer(bootstrap)
     value = b"l" * value_bytes
     started = time.monotonic()
     sent = 0
