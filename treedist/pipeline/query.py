@@ -54,8 +54,9 @@ def first_read_planned(spark: SparkSession, query: StreamingQuery) -> bool:
     Why the application releases its held queries one after another on this (and not all at
     once, `DistributionApp.start`): the read planning steps of queries planned at the same time
     each take a Python worker of ~80 MiB (pyarrow) that Spark keeps idle for a minute; one
-    after another they share one. Measured with the 4-cluster tree: peak RSS 1,509-1,574 -> 1,428-1,434 MiB,
-    first copy on the farthest cluster 10.5-11.6 -> 10.7-15.1 s (benchmarks/startup_memory.py).
+    after another they share one. Measured with the 4-cluster tree (when the queries were
+    started, not released, on it): peak RSS 1,509-1,574 -> 1,428-1,434 MiB, first copy on the
+    farthest cluster 10.5-11.6 -> 10.7-15.1 s (benchmarks/startup_memory.py).
     """
     status = query.status
     if status.get("message") == INITIALIZING_SOURCES:  # the first trigger has not begun

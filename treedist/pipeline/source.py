@@ -6,17 +6,16 @@ JVM). Spark gets one summary row per task and writes it to its `noop` sink.
 
 Protocol of one micro-batch:
 
-1. driver, `latestOffset(start, limit)`: (the query's first call only, with a hold file in
-   its plan: wait while that file exists, see `DistributionApp.start`) list the cluster's
-   selected partitions (at most
-   every `topic_refresh_seconds`; a partition new to the listing is taken only once it
-   exists on every level's target, under the target's name for its topic: topic sync
-   creates it there within its interval, and until then the partition waits, unread, instead
-   of failing the query), read their latest offsets, and plan the end of the batch
-   for every level (`positions.next_positions`: the read window capped by
-   `max_records_per_trigger`, shared fairly; a partition new to a level is registered at
-   its earliest offset and read from the next batch on), starting past what the previous
-   batch copied ahead (`treedist.pipeline.ahead`; recorded in the end as `copied_ahead`);
+1. driver, `latestOffset(start, limit)`: (the query's first call only, with a hold file in its
+   plan: wait while that file exists, see `DistributionApp.start`) list the cluster's selected
+   partitions (at most every `topic_refresh_seconds`; a partition new to the listing is taken
+   only once it exists on every level's target, under the target's name for its topic: topic
+   sync creates it there within its interval, and until then the partition waits, unread,
+   instead of failing the query), read their latest offsets, and plan the end of the batch for
+   every level (`positions.next_positions`: the read window capped by
+   `max_records_per_trigger`, shared fairly; a partition new to a level is registered at its
+   earliest offset and read from the next batch on), starting past what the previous batch
+   copied ahead (`treedist.pipeline.ahead`; recorded in the end as `copied_ahead`);
 2. Spark writes that end to the checkpoint's offset log: the batch is fixed, a restart
    replays exactly it;
 3. driver, `partitions(start, end)`: the windows of the batch packed into at most

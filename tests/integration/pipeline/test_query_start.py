@@ -9,10 +9,10 @@ import time
 from dataclasses import replace
 
 from treedist.config import parse_deployment
+from treedist.kafka.offsets import OffsetReader
 from treedist.local.deployment import local_deployment
 from treedist.pipeline.counters import ClusterCounters
 from treedist.pipeline.plan import plan_cluster
-from treedist.kafka.offsets import OffsetReader
 from treedist.pipeline.query import INITIALIZING_SOURCES, first_read_planned, start_cluster_query
 
 from tests.e2e.offsets_workload import wait_for
