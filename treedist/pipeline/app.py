@@ -124,23 +124,23 @@ class DistributionApp:
         """
         self.scheduler.run_before_start()
         preflight(self.deployment)
-        holds = Path(tempfile.mkdtemp(prefix="treedist-hold-"))
         try:
-            held = [self._start_messages(plan, startup_timeout, holds / plan.cluster)
-                    for plan in plan_all(self.deployment, cores=self.spark.sparkContext.defaultParallelism)]
-            for run in held:
-                (holds / run.plan.cluster).unlink(missing_ok=True)
-                self._await_first_read(run, startup_timeout)
+            holds = Path(tempfile.mkdtemp(prefix="treedist-hold-"))
+            try:
+                held = [self._start_messages(plan, startup_timeout, holds / plan.cluster)
+                        for plan in plan_all(self.deployment, cores=self.spark.sparkContext.defaultParallelism)]
+                for run in held:
+                    (holds / run.plan.cluster).unlink(missing_ok=True)
+                    self._await_first_read(run, startup_timeout)
+            finally:  # every query released, also on a failure: a held query would not stop
+                shutil.rmtree(holds, ignore_errors=True)
             if self.deployment.schemas is not None:
                 self._start_schemas()
             self.scheduler.start()
             self.health.start()
         except BaseException:
-            shutil.rmtree(holds, ignore_errors=True)  # released first: a held query would not stop
             self.stop()
             raise
-        finally:
-            shutil.rmtree(holds, ignore_errors=True)
 
     def _start_messages(self, plan: ClusterPlan, startup_timeout: float, hold: Path | None = None) -> RunningQuery:
         """Start `plan`'s query and wait until it planned its first read or, with a `hold`

@@ -311,8 +311,8 @@ def _copy_beyond(records_by_tp: dict, uniform: dict, copied_to: dict, tps: list,
                  batch: str) -> None:
     """Write the intents of `tps` (each partition's window end and the offset copied up to,
     after `records_by_tp`), then copy those records for every level."""
-    runs = []
-    for tp in sorted(tps):
+    tps, runs = sorted(tps), []
+    for tp in tps:
         window, records = uniform[tp], records_by_tp.get(tp) or []
         if records:
             since, to = copied_to[tp], records[-1].offset() + 1
@@ -320,7 +320,7 @@ def _copy_beyond(records_by_tp: dict, uniform: dict, copied_to: dict, tps: list,
             runs.append((PartitionWindow(tp[0], tp[1], since, to, ranges), records))
             copied_to[tp] = to
     ahead.write_intents(directory, batch, [(TopicPartitionKey(tp[0], tp[1]), uniform[tp].until_offset, copied_to[tp])
-                                           for tp in sorted(tps)])
+                                           for tp in tps])
     for window, records in runs:
         on_records(window, window.topic, window.partition, records)
 
