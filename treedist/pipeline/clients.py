@@ -21,6 +21,7 @@ from treedist.spark.options import SinkOptions
 from treedist.spark.produce import BatchProducer
 
 MAX_IDLE = 8
+_WARMED = False
 _IDLE_CONSUMERS: "OrderedDict[tuple, Consumer]" = OrderedDict()
 _IDLE_PRODUCERS: "OrderedDict[tuple, BatchProducer]" = OrderedDict()
 
@@ -47,6 +48,31 @@ def take_producer(settings: Mapping[str, str]) -> BatchProducer:
 def return_producer(settings: Mapping[str, str], producer: BatchProducer) -> None:
     """Keep a producer whose `finish()` just succeeded."""
     _park(_IDLE_PRODUCERS, _key(settings), producer, lambda p: p.abandon())
+
+
+def warm_producers(every_target: Mapping[str, Mapping[str, str]] | None, in_use: list[Mapping[str, str]]) -> None:
+    """Once per worker, at its first task: an idle producer for every cluster the deployment
+    copies to (but those the task took, and at most MAX_IDLE), so that no task waits later,
+    mid-run, for a new producer's id. Why: a worker otherwise builds a producer for a target
+    the first time it runs a task of a query that copies there, which can be seconds into a
+    run (tasks of any query land on any worker), and that task's flush waits for the
+    producer id; on noida-db an InitProducerId is answered only after the broker rewrote its
+    whole data file (0.5 s for 105 MB on an idle machine, docs/architecture.md). The ids are
+    requested by librdkafka's own thread: building a producer does not wait for one."""
+    global _WARMED
+    if _WARMED or not every_target:
+        return
+    _WARMED = True
+    busy = {_key(s) for s in in_use}
+    room = MAX_IDLE - len(busy)
+    for settings in every_target.values():
+        key = _key(settings)
+        if room <= 0:
+            break
+        if key in busy or key in _IDLE_PRODUCERS:
+            continue
+        _park(_IDLE_PRODUCERS, key, BatchProducer(SinkOptions(kafka=dict(settings))), lambda p: p.abandon())
+        room -= 1
 
 
 def _park(pool: OrderedDict, key: tuple, client: object, close) -> None:

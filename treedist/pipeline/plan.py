@@ -69,6 +69,9 @@ class ClusterPlan:
     hold_file: str | None = None
     poll_timeout_s: float = 120.0
     metadata_timeout_s: float = 30.0
+    # Every cluster any query of the deployment copies to -> its producer settings: a Python
+    # worker builds an idle producer for each at its first task (`clients.warm_producers`).
+    warm_producers: Mapping[str, Mapping[str, str]] | None = None
 
     @property
     def query_name(self) -> str:
@@ -115,9 +118,11 @@ def legacy_checkpoint(deployment: "Deployment", dist: "Distributor") -> str:
 def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, live_targets: str | None = None) -> ClusterPlan:
     """The plan of `cluster`'s query (driver). Producer settings cover every leaf of every
     sibling subtree, so a target can be switched to any of them without a new plan."""
-    dists = deployment.topology().distributors[cluster]
+    topology = deployment.topology()
+    dists = topology.distributors[cluster]
     settings = deployment.distributor
     leaves = sorted({leaf for d in dists for leaf in d.subtree})
+    every_target = sorted({leaf for ds in topology.distributors.values() for d in ds for leaf in d.subtree})
     return ClusterPlan(
         cluster=cluster,
         levels=tuple(LevelPlan(d.name, d.level, d.mask, d.bit, d.target, tuple(d.subtree)) for d in dists),
@@ -127,6 +132,10 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         producers={
             leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)
             for leaf in leaves
+        },
+        warm_producers={
+            leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)
+            for leaf in every_target
         },
         flags_header=deployment.copy_flags_header,
         origin_header=deployment.origin_header,

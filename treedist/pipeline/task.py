@@ -116,6 +116,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             if target not in producers:
                 producers[target] = clients.take_producer(plan.producers[target])
                 _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()})
+        clients.warm_producers(plan.warm_producers, [plan.producers[t] for t in producers])
         level_copies = [
             LevelCopy(
                 lp.level, lp.mask, lp.bit, producers[t].raw.produce, producers[t].produce_when_queue_drains,
