@@ -11,15 +11,17 @@ A client of a failed task is dropped, never reused.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from typing import Mapping
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 
 from treedist.kafka.logs import client_logger
 from treedist.spark.options import SinkOptions
 from treedist.spark.produce import BatchProducer
 
+log = logging.getLogger(__name__)
 MAX_IDLE = 8
 _WARMED = False
 _IDLE_CONSUMERS: "OrderedDict[tuple, Consumer]" = OrderedDict()
@@ -65,13 +67,18 @@ def warm_producers(every_target: Mapping[str, Mapping[str, str]] | None, in_use:
     _WARMED = True
     busy = {_key(s) for s in in_use}
     room = MAX_IDLE - len(busy)
-    for settings in every_target.values():
+    for cluster, settings in every_target.items():
         key = _key(settings)
         if room <= 0:
             break
         if key in busy or key in _IDLE_PRODUCERS:
             continue
-        _park(_IDLE_PRODUCERS, key, BatchProducer(SinkOptions(kafka=dict(settings))), lambda p: p.abandon())
+        try:
+            producer = BatchProducer(SinkOptions(kafka=dict(settings)))
+        except KafkaException as err:  # not this task's target: a task that copies there meets the error
+            log.warning("no idle producer for cluster %r: %s", cluster, err)
+            continue
+        _park(_IDLE_PRODUCERS, key, producer, lambda p: p.abandon())
         room -= 1
 
 

@@ -70,3 +70,18 @@ def test_a_workers_first_task_warms_a_producer_for_every_target_of_the_deploymen
         for p in idle.values():
             p.abandon()
     assert wait_for_counts({"c4": bootstrap["c4"]}, unique_topic, 11, timeout=30) == {"c4": 11}
+
+
+def test_a_target_whose_producer_cannot_be_built_is_named_and_the_others_are_warmed(local_kafka, monkeypatch, caplog):
+    monkeypatch.setattr(clients, "_WARMED", False)
+    monkeypatch.setattr(clients, "_IDLE_PRODUCERS", OrderedDict())
+    good = {"bootstrap.servers": local_kafka.bootstrap["c1"], "enable.idempotence": "true", "acks": "all"}
+    bad = {"bootstrap.servers": local_kafka.bootstrap["c2"], "no.such.setting": "1"}
+    with caplog.at_level("WARNING", logger="treedist.pipeline.clients"):
+        clients.warm_producers({"c2": bad, "c1": good}, in_use=[])
+    try:
+        assert list(clients._IDLE_PRODUCERS) == [clients._key(good)]
+        assert "no idle producer for cluster 'c2'" in caplog.text and "no.such.setting" in caplog.text
+    finally:
+        for p in clients._IDLE_PRODUCERS.values():
+            p.abandon()
