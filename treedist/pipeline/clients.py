@@ -6,7 +6,8 @@ each worker keeps idle clients keyed by their settings. A task takes a client ou
 task can use it meanwhile) and gives it back only after it succeeded: a producer only after
 `finish()` proved every delivery (nothing queued, no failure recorded), so a failure seen by
 `finish()` always belongs to the task that sees it; a consumer only after it was unassigned.
-A client of a failed task is dropped, never reused.
+A client of a failed task is dropped, never reused. A worker's first task also builds an idle
+producer for every cluster the deployment copies to (`warm_producers`).
 """
 
 from __future__ import annotations

@@ -123,20 +123,18 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
     settings = deployment.distributor
     leaves = sorted({leaf for d in dists for leaf in d.subtree})
     every_target = sorted({leaf for ds in topology.distributors.values() for d in ds for leaf in d.subtree})
+    settings_of = {
+        leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)
+        for leaf in every_target
+    }
     return ClusterPlan(
         cluster=cluster,
         levels=tuple(LevelPlan(d.name, d.level, d.mask, d.bit, d.target, tuple(d.subtree)) for d in dists),
         selection=deployment.topics.filter(),
         naming=deployment.naming(),
         consumer=consumer_settings(deployment.cluster(cluster).client_config()),
-        producers={
-            leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)
-            for leaf in leaves
-        },
-        warm_producers={
-            leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)
-            for leaf in every_target
-        },
+        producers={leaf: settings_of[leaf] for leaf in leaves},
+        warm_producers=settings_of,
         flags_header=deployment.copy_flags_header,
         origin_header=deployment.origin_header,
         malformed_policy=settings.malformed_flags,
