@@ -30,7 +30,9 @@ The protocol (the batch stays deterministic: its offset log entry says what it r
    an intent of the batch whose token is `start`'s, for a partition every level of `start`
    holds at the intent's window end, moves the partition's positions up to the offset copied
    up to; the next batch's end records them (`copied_ahead`), so it and every replay of it
-   read the partition from there.
+   read the partition from there. Where nothing new follows the copied records, that next
+   batch waits for new records (a batch that only recorded them would have no task), at most
+   `source.RECORD_AHEAD_AFTER_S`; until it runs, the intents stay the batch's.
 
 What can go wrong, and why nothing is lost: an intent the planner does not see (none
 written, another batch's token, a window end that is no longer the partition's position)

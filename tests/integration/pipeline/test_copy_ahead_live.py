@@ -69,7 +69,12 @@ def test_records_past_a_window_are_copied_in_its_task_and_the_next_batch_starts_
     assert (stats.records_in, stats.copied) == (150, 150)
     assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 150, timeout=30) == {"c2": 150}
 
-    # The next batch starts where the task copied up to, and has nothing to read.
+    # Nothing new past what the task copied: no batch yet (the planner returns its start, so
+    # Spark runs none). Once the source stayed quiet for `record_ahead_after_s`, a batch
+    # without tasks records where the task copied up to.
+    reader.record_ahead_after_s = 0.3
+    assert reader.latestOffset(end, ReadAllAvailable()) == end
+    time.sleep(0.3)
     after = reader.latestOffset(end, ReadAllAvailable())
     assert after["copied_ahead"] == {unique_topic: {"0": 150}}
     assert _position(after, tp) == 150
@@ -88,6 +93,28 @@ def test_records_past_a_window_are_copied_in_its_task_and_the_next_batch_starts_
     report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
     assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
     assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 160, timeout=30) == {"c2": 160}
+
+
+def test_the_batch_after_copying_ahead_waits_for_new_records_and_records_the_copied_positions_with_them(
+        local_kafka, unique_topic, tmp_path):
+    bootstrap, deployment, plan, reader, tp = _setup(local_kafka, unique_topic, tmp_path)
+    _, end, task = _first_batch(bootstrap, reader, unique_topic, 100)
+    _produce(bootstrap["c1"], unique_topic, 100, 50)  # after planning: past the window
+    assert run_task(plan, task).copied == 150
+
+    assert reader.latestOffset(end, ReadAllAvailable()) == end  # nothing new: no batch
+    _produce(bootstrap["c1"], unique_topic, 150, 10)
+    after = reader.latestOffset(end, ReadAllAvailable())
+    # One batch: it records what the task copied ahead and reads only the new records.
+    assert after["copied_ahead"] == {unique_topic: {"0": 150}}
+    assert _position(after, tp) == 160
+    [task] = reader.partitions(end, after)
+    assert [(w.from_offset, w.until_offset) for w in task.windows] == [(150, 160)]
+    assert run_task(plan, task).copied == 10
+
+    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 160, timeout=30) == {"c2": 160}
+    report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
+    assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
 
 
 def test_an_intent_of_another_batch_or_window_end_is_not_acted_upon(local_kafka, unique_topic, tmp_path):
@@ -144,6 +171,7 @@ def test_records_that_keep_arriving_while_a_task_copies_ahead_are_copied_once_an
         producer.join(60)
     assert stats.records_in == stats.copied > 100
 
+    reader.record_ahead_after_s = 0.0  # a task-less batch records the positions at once (see the first test)
     after = reader.latestOffset(end, ReadAllAvailable())
     assert after["copied_ahead"] == {unique_topic: {"0": stats.copied}}
     tasks = reader.partitions(end, after)
