@@ -9,14 +9,14 @@ from rich.table import Table
 
 from treedist.cli.common import JsonOption, console, print_json
 from treedist.local import LocalClusterError, LocalClusters
-from treedist.local.launcher import pid_alive
+from treedist.local.launcher import ENGINES, pid_alive
 from treedist.local.deployment import write_local_deployment
 from treedist.local.etcd import LocalEtcd, start_etcd
 from treedist.local.registries import load_registries, planned_ports, start_registries, stop_registries
 
 DEPLOYMENT_FILE = "deployment.yaml"  # in the state dir: what the local registries read
 
-local_app = typer.Typer(help="Launch and stop local Kafka-protocol clusters (noida-db).", no_args_is_help=True)
+local_app = typer.Typer(help="Launch and stop local clusters: Apache Kafka (KRaft) or noida-db.", no_args_is_help=True)
 StateDirOption = typer.Option(Path(".treedist/local"), "--state-dir", help="Data dirs, logs and the PID/port state file.")
 
 
@@ -31,12 +31,16 @@ def up(
     write_config: Path = typer.Option(None, "--write-config", help="Also write a deployment YAML for these clusters (balanced tree)."),
     registries: bool = typer.Option(True, "--registries/--no-registries", help="Start a schema registry per cluster (c1 primary)."),
     etcd: bool = typer.Option(True, "--etcd/--no-etcd", help="Start an etcd for the control plane (treedist worker)."),
+    engine: str = typer.Option("kafka", "--engine", help="kafka (Apache Kafka, one KRaft node per cluster) or noida "
+                                                         "(noida-db: starts in 0.1 s; no TLS, SASL, ACLs or topic IDs)."),
     as_json: bool = JsonOption,
 ) -> None:
     """Start N brokers on free loopback ports (re-uses ones already running) and wait until each
     answers; then one schema registry per cluster and one etcd, their URLs in the deployment
     written (`control: {etcd: [...]}`: run it with `treedist worker -c FILE`)."""
-    started = LocalClusters.start([f"c{i}" for i in range(1, clusters + 1)], state_dir)
+    if engine not in ENGINES:
+        raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
+    started = LocalClusters.start([f"c{i}" for i in range(1, clusters + 1)], state_dir, engine=engine)
     extra: dict = {}
     if etcd:
         server = LocalEtcd.load(Path(state_dir) / "etcd")
@@ -93,11 +97,11 @@ def _show(clusters: LocalClusters, as_json: bool) -> None:
         print_json(rows)
         return
     table = Table(title=f"local clusters ({clusters.base_dir})")
-    for col in ("cluster", "bootstrap", "pid", "running", "registry", "data dir"):
+    for col in ("cluster", "engine", "bootstrap", "pid", "running", "registry", "data dir"):
         table.add_column(col)
     for r in rows:
         registry = "-" if not r["registry"] else r["registry"] + ("" if r["registry_running"] else " [red](down)[/]")
-        table.add_row(r["name"], r["bootstrap"], str(r["pid"]), "yes" if r["running"] else "[red]no[/]", registry, r["data_dir"])
+        table.add_row(r["name"], r["engine"], r["bootstrap"], str(r["pid"]), "yes" if r["running"] else "[red]no[/]", registry, r["data_dir"])
     console.print(table)
     if etcd is not None:
         console.print(f"etcd: {etcd.client_url} (pid {etcd.pid}, {'running' if etcd.is_ours() else '[red]not running[/]'})")

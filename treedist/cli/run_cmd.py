@@ -22,7 +22,8 @@ from treedist.cli.status_cmd import LogFileOption, LogLevelOption
 from treedist.config import Deployment, parse_deployment
 from treedist.kafka import admin_client, ensure_topics
 from treedist.kafka.offsets import OffsetReader
-from treedist.local import LocalClusters
+from treedist.local import LocalClusterError, LocalClusters
+from treedist.local.launcher import ENGINE_NAMES, ENGINES
 from treedist.local.demo import DemoWorkload
 from treedist.local.switch import GroupSwitch
 from treedist.local.deployment import write_local_deployment
@@ -48,6 +49,8 @@ def run(
     ui_port: int = typer.Option(0, "--ui-port", help="Serve the live web view on 127.0.0.1:PORT (0: off)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Demo only: control-plane workers to start (kill one "
                                                             "to see its units fail over to the others)."),
+    engine: str = typer.Option("kafka", "--engine", help="Demo only: the local clusters' engine: kafka (Apache Kafka, "
+                                                         "KRaft; ~10 s to start 4) or noida (noida-db, the quick option)."),
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
@@ -74,8 +77,10 @@ def run(
             if failed:
                 console.print(f"[red]links over their restart budget at the end:[/] {', '.join(failed)}")
             raise typer.Exit(signals.exit_code(clean=not failed))
+        if engine not in ENGINES:
+            raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
         clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout, signals, ops,
-                          workers=workers, log_level="debug" if log_level == "debug" else "info")
+                          workers=workers, log_level="debug" if log_level == "debug" else "info", engine=engine)
         raise typer.Exit(signals.exit_code(clean))
 
 
@@ -152,7 +157,7 @@ def _run_deployment(deployment: Deployment, duration: float | None, signals: Sto
 
 
 def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, drain_timeout: float,
-              signals: StopSignals, ops: Ops, workers: int = 1, log_level: str = "warning") -> bool:
+              signals: StopSignals, ops: Ops, workers: int = 1, log_level: str = "warning", engine: str = "kafka") -> bool:
     """The embedded demo, through the control plane: local clusters, registries and etcd;
     `workers` `treedist worker` processes (each its own Spark application) take the
     deployment's units from the leader; events flow, a consumer group switches clusters,
@@ -175,8 +180,10 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         if previous:
             previous.stop()
         shutil.rmtree(state_dir, ignore_errors=True)
-        console.print(f"starting 4 local clusters and etcd in {state_dir} ...")
-        clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], clusters_dir)
+        console.print(f"starting 4 local {ENGINE_NAMES[engine]} clusters and etcd in {state_dir} ...")
+        started_at = time.monotonic()
+        clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], clusters_dir, engine=engine)
+        console.print(f"4 clusters answered in {time.monotonic() - started_at:.1f} s")
         if keep_clusters:
             stack.callback(console.print, "local clusters left running; stop them with: "
                                           f"treedist local down --state-dir {clusters_dir}")

@@ -1,4 +1,9 @@
-"""Launch Kafka-protocol brokers (noida-db) on loopback, one process and data dir per cluster.
+"""Launch local Kafka-protocol clusters on loopback, one process and data dir per cluster.
+
+Two engines: `kafka` (Apache Kafka, one KRaft node per cluster: kafka_broker.py) and `noida`
+(noida-db, the quick option: ready in ~0.1 s, but no TLS, SASL, ACLs or topic IDs, and it loses
+a partition's last acknowledged records when stopped). The default engine is Kafka; the
+environment variable TREEDIST_LOCAL_ENGINE changes it.
 
 Runs on the driver machine only. Each broker is started on a free loopback port, waited on
 until it answers a metadata request, and stopped by its PID (SIGTERM, then SIGKILL after a
@@ -14,6 +19,7 @@ import signal
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -21,6 +27,19 @@ from treedist.local.errors import LocalClusterError
 
 STATE_FILE = "clusters.json"
 HOST = "127.0.0.1"
+ENGINES = ("kafka", "noida")
+ENGINE_NAMES = {"kafka": "Apache Kafka", "noida": "noida-db"}
+ENGINE_ENV = "TREEDIST_LOCAL_ENGINE"
+# A Kafka node shuts down cleanly (controlled shutdown, logs flushed) in 1-3 s on 2 cores;
+# SIGKILL only after this.
+KAFKA_STOP_GRACE_S = 30.0
+
+
+def default_engine() -> str:
+    engine = os.environ.get(ENGINE_ENV, "kafka")
+    if engine not in ENGINES:
+        raise LocalClusterError(f"{ENGINE_ENV}={engine!r}: expected one of {list(ENGINES)}")
+    return engine
 
 
 @dataclass(frozen=True)
@@ -30,6 +49,9 @@ class LocalBroker:
     pid: int
     data_dir: str
     log_file: str
+    engine: str = "noida"  # state files written before the Kafka engine hold noida-db brokers
+    controller_port: int = 0  # kafka: the KRaft controller's listener
+    options: dict | None = None  # kafka: extra_props / listener_protocol / scram / jaas, kept for restarts
 
     @property
     def bootstrap(self) -> str:
@@ -58,12 +80,30 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_broker(name: str, base_dir: Path, port: int | None = None) -> LocalBroker:
-    """Start one broker process in its own session (so Ctrl-C of a parent does not hit it)."""
+def start_broker(name: str, base_dir: Path, port: int | None = None, engine: str | None = None,
+                 controller_port: int | None = None, options: dict | None = None) -> LocalBroker:
+    """Start one broker process in its own session (so Ctrl-C of a parent does not hit it).
+
+    `options` (kafka only): `extra_props` (broker settings), `listener_protocol`, `scram`
+    (StorageTool --add-scram entries) and `jaas` (a JAAS file), kept in the state file so that
+    a restart starts the same broker."""
+    engine = engine or default_engine()
     data_dir = base_dir / name
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     log_file = base_dir / f"{name}.log"
+    if engine == "kafka":
+        from treedist.local.kafka_broker import start_kafka
+
+        controller_port = controller_port or free_port()
+        opts = dict(options or {})
+        jaas = opts.get("jaas")
+        pid = start_kafka(data_dir, log_file, port, controller_port, extra_props=opts.get("extra_props"),
+                          listener_protocol=opts.get("listener_protocol", "PLAINTEXT"), scram=opts.get("scram"),
+                          jaas=Path(jaas) if jaas else None)
+        return LocalBroker(name, port, pid, str(data_dir), str(log_file), "kafka", controller_port, opts or None)
+    if engine != "noida":
+        raise LocalClusterError(f"unknown engine {engine!r}: expected one of {list(ENGINES)}")
     with open(log_file, "ab") as log:
         proc = subprocess.Popen(
             [noida_binary(), "start", "--data-dir", str(data_dir), "--host", HOST, "--only", "kafka", "--kafka-port", str(port)],
@@ -75,46 +115,66 @@ def start_broker(name: str, base_dir: Path, port: int | None = None) -> LocalBro
     return LocalBroker(name, port, proc.pid, str(data_dir), str(log_file))
 
 
-def wait_ready(broker: LocalBroker, timeout: float = 20.0) -> None:
-    """Poll until the broker answers a metadata request; raise naming the cluster if not."""
+def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict | None = None) -> None:
+    """Poll until the broker answers a metadata request listing a broker (a KRaft node answers
+    before it is unfenced, with none); raise naming the cluster if not. `client`: librdkafka
+    settings to reach a secured listener."""
     from confluent_kafka.admin import AdminClient
 
+    timeout = timeout or (90.0 if broker.engine == "kafka" else 20.0)
     deadline = time.monotonic() + timeout
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 1000})
+    # First the port: a client polling a closed port logs every refused connection (a JVM
+    # broker listens only after seconds).
+    while not _port_open(broker.port):
+        if not pid_alive(broker.pid):
+            raise LocalClusterError(f"local cluster {broker.name!r} exited at start; see {broker.log_file}")
+        if time.monotonic() > deadline:
+            raise LocalClusterError(f"local cluster {broker.name!r} at {broker.bootstrap} did not listen in {timeout}s")
+        time.sleep(0.1)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 1000, **(client or {})})
     last: Exception | None = None
     while time.monotonic() < deadline:
         if not pid_alive(broker.pid):
             raise LocalClusterError(f"local cluster {broker.name!r} exited at start; see {broker.log_file}")
         try:
-            admin.list_topics(timeout=1.0)
-            return
+            if admin.list_topics(timeout=1.0).brokers:
+                return
         except Exception as err:  # KafkaException while the port is not open yet
             last = err
             time.sleep(0.05)
     raise LocalClusterError(f"local cluster {broker.name!r} at {broker.bootstrap} did not answer metadata in {timeout}s: {last}")
 
 
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
 PORT_TAKEN_ATTEMPTS = 3
 
 
-def _ready_or_restarted(broker: LocalBroker, base: Path, timeout: float) -> LocalBroker:
+def _ready_or_restarted(broker: LocalBroker, base: Path, timeout: float | None, client: dict | None = None) -> LocalBroker:
     """Wait for `broker`; if it exited because another process took its free port between
     `free_port()` and its bind (a race on a busy machine), start it again on a new port
     (bounded attempts)."""
     for attempt in range(1, PORT_TAKEN_ATTEMPTS + 1):
         try:
-            wait_ready(broker, timeout)
+            wait_ready(broker, timeout, client)
             return broker
         except LocalClusterError:
             if attempt == PORT_TAKEN_ATTEMPTS or pid_alive(broker.pid) or not _port_was_taken(broker):
                 raise
-            broker = start_broker(broker.name, base)
+            broker = start_broker(broker.name, base, engine=broker.engine, options=broker.options)
     raise AssertionError("unreachable")
 
 
 def _port_was_taken(broker: LocalBroker) -> bool:
     try:
-        return "already in use" in Path(broker.log_file).read_text(errors="replace")[-2000:]
+        tail = Path(broker.log_file).read_text(errors="replace")[-4000:]
+        return "already in use" in tail or "Address already in use" in tail
     except OSError:
         return False
 
@@ -135,7 +195,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def is_ours(broker: LocalBroker) -> bool:
-    """Whether `broker.pid` is still the noida-db process we started for this data dir.
+    """Whether `broker.pid` is still the broker process we started for this data dir.
 
     A state file outlives its processes: after a reboot or a crash its PIDs may belong to
     anything. Only a live process whose command line is noida-db's with this data dir is ours.
@@ -147,21 +207,17 @@ def is_ours(broker: LocalBroker) -> bool:
     except OSError:
         return False
     args = [a.decode(errors="replace") for a in argv if a]
+    if broker.engine == "kafka":
+        from treedist.local.kafka_broker import is_kafka_cmdline
+
+        return is_kafka_cmdline(args, broker.data_dir)
     return bool(args) and Path(args[0]).name == "noida-db" and broker.data_dir in args
 
 
 def stop_pid(pid: int, grace: float = 5.0) -> None:
     """SIGTERM the process group we started as `pid` (start_new_session made it a group
     leader), SIGKILL it after `grace` seconds; never by name."""
-    if not pid_alive(pid):
-        return
-    _signal_group(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return
-        time.sleep(0.05)
-    _signal_group(pid, signal.SIGKILL)
+    stop_all([pid], grace)
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -189,26 +245,46 @@ class LocalClusters:
         return list(self.brokers)
 
     @classmethod
-    def start(cls, names: list[str], base_dir: str | Path, timeout: float = 20.0) -> "LocalClusters":
-        """Start (or re-use, if already running from the same state file) one broker per name."""
+    def start(cls, names: list[str], base_dir: str | Path, timeout: float | None = None, engine: str | None = None,
+              options: dict | None = None, client: dict | None = None) -> "LocalClusters":
+        """Start (or re-use, if already running from the same state file) one broker per name, all
+        at once, then wait for each. A broker that ran before keeps its engine, ports and options
+        (its data is that engine's); new ones get `engine` (default: `default_engine()`) and
+        `options` (see start_broker). `client`: librdkafka settings for the readiness check of a
+        secured listener."""
         base = Path(base_dir).resolve()
         base.mkdir(parents=True, exist_ok=True)
         existing = cls.load(base)
         brokers: dict[str, LocalBroker] = {}
+
+        def launch(name: str) -> LocalBroker:
+            old = existing.brokers.get(name) if existing else None
+            if old and is_ours(old):
+                return old
+            if old:  # same engine, options and (when free) ports: a deployment file may point at them
+                port = old.port if _port_free(old.port) else None
+                cport = old.controller_port if old.controller_port and _port_free(old.controller_port) else None
+                return start_broker(name, base, port, old.engine, cport, old.options)
+            return start_broker(name, base, None, engine, None, options)
+
         try:
-            for name in names:
-                old = existing.brokers.get(name) if existing else None
-                if old and is_ours(old):
-                    brokers[name] = old
-                else:
-                    # Same port as before when we can: a deployment file may point at it.
-                    port = old.port if old and _port_free(old.port) else None
-                    brokers[name] = start_broker(name, base, port)
-            for name, broker in list(brokers.items()):
-                brokers[name] = _ready_or_restarted(broker, base, timeout)
+            # In parallel: a Kafka node's storage format is a JVM run of ~1-2 s.
+            with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+                futures = {name: pool.submit(launch, name) for name in names}
+                errors = []
+                for name, future in futures.items():
+                    try:
+                        brokers[name] = future.result()
+                    except Exception as err:  # collected: every started broker is stopped below
+                        errors.append(err)
+                if errors:
+                    raise errors[0]
+                ready = {name: pool.submit(_ready_or_restarted, broker, base, timeout, client)
+                         for name, broker in brokers.items()}
+                for name, future in ready.items():
+                    brokers[name] = future.result()
         except Exception:
-            for broker in brokers.values():
-                stop_pid(broker.pid)
+            stop_all([b.pid for b in brokers.values()])
             raise
         clusters = cls(base, brokers)
         clusters.save()
@@ -229,11 +305,36 @@ class LocalClusters:
     def status(self) -> list[dict]:
         return [{**asdict(b), "bootstrap": b.bootstrap, "running": is_ours(b)} for b in self.brokers.values()]
 
-    def stop(self, grace: float = 5.0) -> None:
-        """Stop every broker that is still the one we started (see `is_ours`), by PID."""
-        for broker in self.brokers.values():
-            if is_ours(broker):
-                stop_pid(broker.pid, grace)
+    def stop(self, grace: float | None = None) -> None:
+        """Stop every broker that is still the one we started (see `is_ours`), by PID: all are
+        signalled at once, then waited on (`grace`: by default 30 s for Kafka, 5 s for noida-db)."""
+        ours = [b for b in self.brokers.values() if is_ours(b)]
+        if grace is None:
+            grace = KAFKA_STOP_GRACE_S if any(b.engine == "kafka" for b in ours) else 5.0
+        stop_all([b.pid for b in ours], grace)
+
+    @property
+    def engines(self) -> set[str]:
+        return {b.engine for b in self.brokers.values()}
+
+
+def stop_all(pids: list[int], grace: float = 5.0) -> None:
+    """SIGTERM every process group, wait up to `grace` for all, SIGKILL those left."""
+    live = [pid for pid in pids if pid_alive(pid)]
+    for pid in live:
+        _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while live and time.monotonic() < deadline:
+        live = [pid for pid in live if pid_alive(pid)]
+        if live:
+            time.sleep(0.05)
+    for pid in live:
+        _signal_group(pid, signal.SIGKILL)
+    for pid in live:  # reap: a killed child stays a zombie until waited on
+        for _ in range(100):
+            if not pid_alive(pid):
+                break
+            time.sleep(0.02)
 
 
 def _port_free(port: int) -> bool:

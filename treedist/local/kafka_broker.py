@@ -1,0 +1,127 @@
+"""One local Apache Kafka cluster: a single KRaft node, combined broker and controller.
+
+Runs on the machine that starts local clusters. Steps of a start:
+1. the cluster id is generated once and kept in `<data_dir>/cluster.id` (a restart re-uses it,
+   as Kafka requires of a formatted log dir);
+2. `server.properties` is written into the data dir (loopback listeners on the given ports;
+   threads and heap sized so that 4-5 clusters and a Spark application share 2 cores);
+3. the log dir is formatted with `kafka.tools.StorageTool` only when it holds no
+   `meta.properties` yet (SCRAM users, when given, are added at this step);
+4. `kafka.Kafka server.properties` is started in its own session; its PID is the broker's.
+The process is stopped by PID like every local process (launcher.stop_pid).
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import uuid
+from pathlib import Path
+
+from treedist.local.errors import LocalClusterError
+from treedist.local.kafka_dist import classpath, java
+
+HOST = "127.0.0.1"
+MAIN_CLASS = "kafka.Kafka"
+PROPERTIES = "server.properties"
+CLUSTER_ID_FILE = "cluster.id"
+LOG4J2 = Path(__file__).parent / "maven" / "log4j2.properties"
+
+# Sized for the 2-core, 24 GiB machine: 4-5 brokers beside Spark. Each broker's heap is capped
+# at 512 MiB (RSS settles at ~350-450 MiB); GC and compiler threads are capped since the
+# brokers share two cores with everything else.
+JVM_OPTS = [
+    "-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:ParallelGCThreads=1",
+    "-XX:ConcGCThreads=1", "-XX:CICompilerCount=2", "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+]
+
+# Broker settings that differ from Kafka's defaults, each for a reason:
+BASE_PROPS = {
+    "num.partitions": "1",
+    "offsets.topic.replication.factor": "1",        # one node: RF 3 could never be met
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",         # a test's group joins at once
+    "num.network.threads": "2",                      # 2 cores shared by every broker
+    "num.io.threads": "2",
+    "background.threads": "2",
+    "num.recovery.threads.per.data.dir": "1",
+    "log.cleaner.threads": "1",
+    "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),  # 128 MiB by default: heap kept small
+}
+
+
+def new_cluster_id() -> str:
+    """Kafka's format: a random UUID, URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def cluster_id(data_dir: Path) -> str:
+    path = data_dir / CLUSTER_ID_FILE
+    if path.exists():
+        return path.read_text().strip()
+    cid = new_cluster_id()
+    path.write_text(cid + "\n")
+    return cid
+
+
+def server_properties(data_dir: Path, port: int, controller_port: int, extra: dict[str, str] | None = None,
+                      listener_protocol: str = "PLAINTEXT") -> dict[str, str]:
+    """The node's settings; `extra` overrides (an authorizer, TLS and SASL settings, ...)."""
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@{HOST}:{controller_port}",
+        "listeners": f"EXTERNAL://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+        "advertised.listeners": f"EXTERNAL://{HOST}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "EXTERNAL",
+        "listener.security.protocol.map": f"EXTERNAL:{listener_protocol},CONTROLLER:PLAINTEXT",
+        "log.dirs": str(data_dir / "logs"),
+        **BASE_PROPS,
+    }
+    props.update(extra or {})
+    return props
+
+
+def write_properties(path: Path, props: dict[str, str]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def format_storage(data_dir: Path, props_file: Path, scram: list[str] | None = None, timeout: float = 120.0) -> None:
+    """Format the log dir once (kept data is never formatted again)."""
+    if (data_dir / "logs" / "meta.properties").exists():
+        return
+    cmd = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(),
+           f"-Dlog4j2.configurationFile={LOG4J2}", "kafka.tools.StorageTool", "format",
+           "-t", cluster_id(data_dir), "-c", str(props_file), "--ignore-formatted"]
+    for entry in scram or []:
+        cmd += ["--add-scram", entry]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise LocalClusterError(f"formatting {data_dir} failed: {(proc.stdout + proc.stderr)[-1500:]}")
+
+
+def start_kafka(data_dir: Path, log_file: Path, port: int, controller_port: int,
+                extra_props: dict[str, str] | None = None, listener_protocol: str = "PLAINTEXT",
+                scram: list[str] | None = None, jaas: Path | None = None) -> int:
+    """Steps 1-4 above; returns the broker's PID."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    props_file = data_dir / PROPERTIES
+    write_properties(props_file, server_properties(data_dir, port, controller_port, extra_props, listener_protocol))
+    format_storage(data_dir, props_file, scram)
+    cmd = [java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath()]
+    if jaas is not None:
+        cmd.append(f"-Djava.security.auth.login.config={jaas}")
+    cmd += [MAIN_CLASS, str(props_file)]
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=str(data_dir))
+    return proc.pid
+
+
+def is_kafka_cmdline(args: list[str], data_dir: str) -> bool:
+    return MAIN_CLASS in args and str(Path(data_dir) / PROPERTIES) in args
