@@ -115,6 +115,13 @@ def start_broker(name: str, base_dir: Path, port: int | None = None, engine: str
     return LocalBroker(name, port, proc.pid, str(data_dir), str(log_file))
 
 
+def restart_broker(broker: LocalBroker, port: int | None = None) -> LocalBroker:
+    """Start `broker` again after it stopped: same data dir, engine, options and (unless `port`
+    says otherwise) ports. The caller waits with `wait_ready`."""
+    return start_broker(broker.name, Path(broker.data_dir).parent, port or broker.port, broker.engine,
+                        broker.controller_port or None, broker.options)
+
+
 def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict | None = None) -> None:
     """Poll until the broker answers a metadata request listing a broker (a KRaft node answers
     before it is unfenced, with none); raise naming the cluster if not. `client`: librdkafka
