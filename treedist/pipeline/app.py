@@ -119,7 +119,7 @@ class DistributionApp:
         Why held: a query that copies while the next ones still start spends its first seconds
         next to their start-up (each a planner process importing PySpark and pyarrow), and the
         copies it forwards wait until their cluster's query is up. Released together, the
-        clusters start copying within a second of each other (docs/architecture.md, "Starting
+        clusters start copying within a second of each other (docs/performance.md, "Starting
         every query before any copies").
         """
         self.scheduler.run_before_start()

@@ -54,7 +54,7 @@ LEAN_JVM_OPTIONS = (
 # glibc gives threads that allocate their own malloc arenas (up to 8 per core, each touched
 # in part): the JVM's many threads and librdkafka's threads in every Python process. Two
 # arenas per process suffice where the heavy work is single-threaded (measured only together
-# with the other memory changes; docs/architecture.md, "Where the time goes").
+# with the other memory changes; docs/performance.md, "Where the time goes").
 MALLOC_ARENAS = "2"
 
 # Quiet logs (docs/operations.md): Spark's chatty loggers at ERROR (see the file for which and why).
