@@ -18,7 +18,12 @@ def draw_heatmap(plan: PartitionPlan, path: Path) -> None:
     size (y). Uniform cells (n divides p) are solid orange, the others shaded by how close
     they come; counts outside the feasible range or unbalanced (eq. 7) are washed out;
     recommended counts are labelled on top."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # an extra: pip install 'treedist[plot]'
+        from treedist.sizing.errors import SizingError
+
+        raise SizingError("--plot needs matplotlib: pip install 'treedist[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
