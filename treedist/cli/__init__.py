@@ -1,5 +1,8 @@
 """The `treedist` command line (typer). Each command group lives in its own module that
-exposes `register(app)`; this module only wires them and maps treedist errors to exit 2."""
+exposes `register(app)`; this module only wires them and maps errors to exit codes:
+0 done and clean; 1 drift, loss or a breach (set by the commands); 2 bad input (a
+`TreedistError`: config, unreachable cluster, ...); 3 an unexpected error, one line unless
+`--debug` (anywhere on the command line) asks for its traceback; 130 after Ctrl-C."""
 
 from __future__ import annotations
 
@@ -33,13 +36,30 @@ def _register_all() -> None:
 _register_all()
 
 
+EXIT_BAD_INPUT = 2
+EXIT_UNEXPECTED = 3
+DEBUG_FLAG = "--debug"
+
+
 def main() -> None:
     """Run the command; a treedist error is one line on stderr and exit 2 (with its
-    traceback in the log too when the command runs with --log-level debug)."""
+    traceback in the log too when the command runs with --log-level debug); any other
+    exception is one line and exit 3, its traceback printed only with --debug."""
+    debug = DEBUG_FLAG in sys.argv[1:]
+    if debug:
+        sys.argv = [sys.argv[0]] + [a for a in sys.argv[1:] if a != DEBUG_FLAG]
     try:
         app()
     except TreedistError as err:
-        if logging.getLogger().isEnabledFor(logging.DEBUG):
+        if debug or logging.getLogger().isEnabledFor(logging.DEBUG):
             logging.getLogger("treedist").debug("the error's traceback", exc_info=err)
         typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
-        sys.exit(2)
+        sys.exit(EXIT_BAD_INPUT)
+    except Exception as err:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        typer.secho(f"error: unexpected {type(err).__name__}: {err} (rerun with {DEBUG_FLAG} for the traceback)",
+                    fg=typer.colors.RED, err=True)
+        sys.exit(EXIT_UNEXPECTED)

@@ -33,3 +33,36 @@ def test_one_line_by_default_and_the_traceback_only_with_log_level_debug(tmp_pat
 def test_an_unknown_log_level_is_named(tmp_path):
     result = _worker(tmp_path / "none.yaml", "--log-level", "loud")
     assert result.returncode == 2 and "--log-level must be one of" in result.stderr
+
+
+def test_a_file_that_is_not_text_is_bad_input_named_by_file(tmp_path):
+    config = tmp_path / "binary.yaml"
+    config.write_bytes(b"\x00\xff\xfe")
+    result = subprocess.run([TREEDIST, "topology", "show", "-c", str(config)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and f"{config}: not UTF-8 text" in result.stderr, result.stderr
+
+
+def test_an_unexpected_error_is_one_line_and_exit_3_with_the_traceback_only_with_debug(monkeypatch, capsys):
+    """The mapping in `treedist.cli.main` itself, on a command that fails with a plain
+    exception (no real command is known to, which is the point of the mapping)."""
+    import typer
+
+    import treedist.cli as cli
+
+    broken = typer.Typer()
+
+    @broken.command()
+    def explode() -> None:
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(cli, "app", broken)
+    for argv, traceback_expected in ((["treedist"], False), (["treedist", "--debug"], True)):
+        monkeypatch.setattr(sys, "argv", argv)
+        try:
+            cli.main()
+        except SystemExit as exit_:
+            assert exit_.code == 3
+        err = capsys.readouterr().err
+        last = err.strip().splitlines()[-1]
+        assert last == "error: unexpected RuntimeError: the disk went away (rerun with --debug for the traceback)", err
+        assert ("Traceback (most recent call last)" in err) is traceback_expected
