@@ -1,10 +1,11 @@
 """Durations in deployment files: "10s", "10 seconds", "500 ms", "2m", "1.5 h", or a plain
-number of seconds. Pure, no I/O; one parser for every duration key (topics.sync.interval,
-offset sync intervals, ...).
+number of seconds. Pure, no I/O; the one parser for every duration key (topics.sync.interval,
+offsets.margin and poll_interval, distributor.trigger_interval, acls.interval, ...).
 
 `parse_duration` returns seconds as a float and raises ValueError with the reason; pydantic
-turns that into a ConfigError naming the file and the field. `Duration` is the annotated
-type to use in config models.
+turns that into a ConfigError naming the file and the field. `Duration` (> 0) and
+`DurationOrZero` (>= 0) are the annotated types to use in config models; `spark_interval`
+spells seconds the way Spark's `trigger(processingTime=...)` takes them.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ for _seconds, _names in (
 _DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*")
 
 
-def parse_duration(value: object) -> float:
-    """Seconds (> 0, finite) from a number of seconds or a "<number> <unit>" string."""
+def parse_duration(value: object, allow_zero: bool = False) -> float:
+    """Seconds (> 0, or >= 0 with `allow_zero`; finite) from a number of seconds or a
+    "<number> <unit>" string."""
     if isinstance(value, bool):  # bool is an int to Python; `interval: true` is a mistake
         raise ValueError(f"a duration is a number of seconds or a string like '10s', got {value!r}")
     if isinstance(value, (int, float)):
@@ -46,9 +48,19 @@ def parse_duration(value: object) -> float:
         seconds = float(number) * _UNITS[unit]
     else:
         raise ValueError(f"a duration is a number of seconds or a string like '10s', got {value!r}")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"a duration must be positive and finite, got {value!r}")
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ValueError(f"a duration must be {'zero or more' if allow_zero else 'positive'} and finite, got {value!r}")
     return seconds
 
 
+def parse_duration_or_zero(value: object) -> float:
+    return parse_duration(value, allow_zero=True)
+
+
+def spark_interval(seconds: float) -> str:
+    """Seconds as Spark's trigger takes them: 0.1 -> "100 milliseconds"."""
+    return f"{int(round(seconds * 1000))} milliseconds"
+
+
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+DurationOrZero = Annotated[float, BeforeValidator(parse_duration_or_zero)]

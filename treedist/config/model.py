@@ -30,8 +30,9 @@ from pydantic import (
     model_validator,
 )
 
+from treedist.config.acls import AclSyncConfig
 from treedist.config.control import ControlConfig
-from treedist.config.durations import Duration
+from treedist.config.durations import Duration, DurationOrZero
 from treedist.config.errors import ConfigError
 from treedist.config.offsets import OffsetsConfig
 from treedist.topology import (
@@ -312,7 +313,9 @@ class DistributorConfig(Frozen):
     # rec/s in batches of 200,000 (the default until 2026-11-25) and 282,000 in one batch.
     # At low rates batches stay small whatever the limit.
     max_records_per_trigger: int = Field(default=1_000_000, gt=0)
-    trigger_interval: str = "100 milliseconds"
+    # How often a query looks for new records when the last batch found none (under load
+    # batches run back to back). Any duration form; 0 = as fast as Spark can.
+    trigger_interval: DurationOrZero = 0.1
     malformed_flags: MalformedFlagsPolicy = MalformedFlagsPolicy.COPY
     max_record_bytes: int = Field(default=1_000_000, gt=0)
     delivery_timeout_ms: int = Field(default=120_000, gt=0)
@@ -382,6 +385,7 @@ class Deployment(Frozen):
     offsets: OffsetsConfig = OffsetsConfig()
     schemas: SchemasConfig | None = None
     control: ControlConfig | None = None  # the control plane on etcd (treedist worker)
+    acls: AclSyncConfig = Field(default_factory=AclSyncConfig, description="ACL sync of the distributed topics (docs/acls.md).")
 
     @property
     def target_overrides(self) -> tuple[TargetOverride, ...]:

@@ -9,40 +9,27 @@ offsets:
   groups: {include: [".*"], exclude: []}
 ```
 
-Durations are a number with a unit (`ms`, `s`, `m`, `h`) or a bare number of seconds. (A
-shared duration parser is being written on another branch; this small one is local to the
-offsets section until they are unified.)
+Durations take every form the other duration keys take (treedist/config/durations.py):
+`60s`, `10 seconds`, `500 ms`, `1m`, or a bare number of seconds; the margin may be 0.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+from treedist.config.durations import DurationOrZero as Duration
+from treedist.config.durations import parse_duration_or_zero
+
 # treedist's own consumer groups: never distributed, whatever `groups.include` says.
 OWN_GROUPS = re.compile(r"treedist-.*")
 
 
 def parse_duration_s(value: object) -> float:
-    """'60s', '100ms', '1m', 5, 0.5 -> seconds. Raises ValueError naming the value."""
-    if isinstance(value, bool):
-        raise ValueError(f"a duration is a number with a unit (ms, s, m, h), got {value!r}")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str) and (match := _DURATION.fullmatch(value)):
-        seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
-    else:
-        raise ValueError(f"a duration is a number with a unit (ms, s, m, h), e.g. '60s', got {value!r}")
-    if seconds < 0:
-        raise ValueError(f"a duration cannot be negative, got {value!r}")
-    return seconds
-
-
-Duration = Annotated[float, BeforeValidator(parse_duration_s)]
+    """'60s', '100ms', '1m', '10 seconds', 5, 0.5 -> seconds (0 allowed). Raises ValueError naming the value."""
+    return parse_duration_or_zero(value)
 
 
 class _Frozen(BaseModel):

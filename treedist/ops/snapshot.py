@@ -218,7 +218,7 @@ class StatusSource:
     def _stall_after_s(self) -> float:
         # A healthy query commits at least once per trigger when records wait; a batch may
         # take a while under load, and a restart waits for its backoff.
-        return max(60.0, 10 * _seconds(self.deployment.distributor.trigger_interval))
+        return max(60.0, 10 * self.deployment.distributor.trigger_interval)
 
     def _live(self) -> dict[str, dict]:
         """distributor -> target, failed, counters (only inside `treedist run`)."""
@@ -303,16 +303,6 @@ class StatusJob:
 
     def close(self) -> None:
         self.source.close()
-
-
-def _seconds(interval: str) -> float:
-    """Spark's trigger interval ("100 milliseconds", "2 seconds") in seconds."""
-    number, _, unit = interval.strip().partition(" ")
-    scale = {"millisecond": 0.001, "second": 1.0, "minute": 60.0}
-    for name, factor in scale.items():
-        if unit.startswith(name):
-            return float(number) * factor
-    return float(number) / 1000.0
 
 
 __all__ = ["StatusSource", "StatusJob", "RUNNING", "WAITING", "FAILED"]

@@ -12,6 +12,7 @@ import logging
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from treedist.config.durations import spark_interval
 from treedist.pipeline.counters import ClusterCounters
 from treedist.pipeline.plan import ClusterPlan
 from treedist.pipeline.source import distributor_source
@@ -20,7 +21,7 @@ from treedist.spark.checkpoint import remove_interrupted_writes
 log = logging.getLogger(__name__)
 
 
-def start_cluster_query(spark: SparkSession, plan: ClusterPlan, counters: ClusterCounters, trigger_interval: str) -> StreamingQuery:
+def start_cluster_query(spark: SparkSession, plan: ClusterPlan, counters: ClusterCounters, trigger_interval: float) -> StreamingQuery:
     """Start `plan`'s query, named `<cluster>-messages`, on its own checkpoint.
 
     Its previous query must have ended: a crash's interrupted checkpoint writes are removed first.
@@ -35,7 +36,7 @@ def start_cluster_query(spark: SparkSession, plan: ClusterPlan, counters: Cluste
         .writeStream.format("noop")
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.query_name)
-        .trigger(processingTime=trigger_interval)
+        .trigger(processingTime=spark_interval(trigger_interval))
         .start()
     )
 

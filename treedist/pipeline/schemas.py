@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from treedist.config import Deployment
+from treedist.config.durations import parse_duration_or_zero, spark_interval
 from treedist.kafka.admin import admin_client, ensure_topics
 from treedist.pipeline.errors import PipelineError
 from treedist.registry.distribute import SchemaConflict, copy_for_target
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 class SchemaDistributor:
     """Driver. `start()`, `check()` periodically, `stop()`; counters in `stats()`."""
 
-    def __init__(self, deployment: Deployment, spark: SparkSession, trigger_interval: str | None = None,
+    def __init__(self, deployment: Deployment, spark: SparkSession, trigger_interval: str | float | None = None,
                  max_restarts: int = 3, backoff_seconds: float = 2.0):
         if deployment.schemas is None:
             raise PipelineError("no schemas section in the deployment: nothing to distribute")
@@ -52,7 +53,7 @@ class SchemaDistributor:
         self.primary = self.schemas.primary
         self.targets = [c for c in deployment.clusters if c != self.primary]
         self.naming = deployment.subject_naming()
-        self.trigger_interval = trigger_interval or deployment.distributor.trigger_interval
+        self.trigger_interval = parse_duration_or_zero(trigger_interval) if trigger_interval is not None else deployment.distributor.trigger_interval
         self.checkpoint = str(Path(deployment.checkpoint_location) / "schemas" / self.primary)
         self.query_name = f"{self.primary}-schemas"
         self.max_restarts, self.backoff_seconds = max_restarts, backoff_seconds
@@ -88,7 +89,7 @@ class SchemaDistributor:
             .writeStream.foreachBatch(self._write_batch)
             .option("checkpointLocation", self.checkpoint)
             .queryName(self.query_name)
-            .trigger(processingTime=self.trigger_interval)
+            .trigger(processingTime=spark_interval(self.trigger_interval))
             .start()
         )
 
