@@ -174,7 +174,7 @@ class DistributionApp:
         """The units started here (running, waiting or backing off), sorted."""
         started = [f"messages/{run.plan.cluster}" for run in self.running.values()]
         started += [job.name.replace("offsets-", "offsets/", 1) for job in self.scheduler.jobs if job.name.startswith("offsets-")]
-        started += ["topic-sync"] if self.scheduler.job("topic-sync") is not None else []
+        started += ["topic-sync"] if self.scheduler.job("topic-sync") or self.scheduler.job("acl-sync") else []
         started += [f"schemas/{self.schemas.primary}"] if self.schemas is not None else []
         return sorted(started)
 
@@ -191,10 +191,9 @@ class DistributionApp:
             self._start_messages(plan, startup_timeout)
         elif kind == "offsets" and self.deployment.offsets.enabled and cluster in self.deployment.clusters:
             self.scheduler.add(self._offset_job(cluster))
-        elif unit == "topic-sync" and self.deployment.topics.sync.enabled:
-            from treedist.topics.job import TopicSyncJob
-
-            self.scheduler.add(TopicSyncJob(self.deployment))
+        elif unit == "topic-sync" and (self.deployment.topics.sync.enabled or self.deployment.acls.sync):
+            for job in _metadata_sync_jobs(self.deployment):  # topic sync, ACL sync: each as enabled
+                self.scheduler.add(job)
         elif kind == "schemas" and self.deployment.schemas is not None and cluster == self.deployment.schemas.primary:
             self._start_schemas()
         else:
@@ -213,6 +212,7 @@ class DistributionApp:
             self.scheduler.remove(f"offsets-{cluster}")
         elif unit == "topic-sync":
             self.scheduler.remove("topic-sync")
+            self.scheduler.remove("acl-sync")
         elif kind == "schemas" and self.schemas is not None:
             schemas, self.schemas = self.schemas, None
             try:
@@ -553,12 +553,22 @@ def background_jobs(deployment: Deployment) -> list[Job]:
     """The deployment's driver-side jobs (topic sync, offsets, ...), each enabled by its config."""
     from treedist.offsets import offset_jobs  # offsets.enabled decides; empty when disabled
 
+    jobs: list[Job] = _metadata_sync_jobs(deployment)
+    jobs.extend(offset_jobs(deployment))
+    return jobs
+
+
+def _metadata_sync_jobs(deployment: Deployment) -> list[Job]:
+    """The jobs of the `topic-sync` unit: topic sync (`topics.sync.enabled`), ACL sync (`acls.sync`)."""
     jobs: list[Job] = []
     if deployment.topics.sync.enabled:
         from treedist.topics.job import TopicSyncJob
 
         jobs.append(TopicSyncJob(deployment))
-    jobs.extend(offset_jobs(deployment))
+    if deployment.acls.sync:
+        from treedist.acls.job import AclSyncJob
+
+        jobs.append(AclSyncJob(deployment))
     return jobs
 
 
@@ -611,7 +621,7 @@ def pipeline_stats(app: DistributionApp) -> dict:
     sync, the schema distributor; empty parts for what does not run here."""
     from treedist.offsets.job import OffsetDistributionJob
 
-    offsets, committers, topic_sync = [], {}, None
+    offsets, committers, topic_sync, acl_sync = [], {}, None, None
     for job in list(app.scheduler.jobs):
         if isinstance(job, OffsetDistributionJob):
             for row in job.snapshot():
@@ -622,5 +632,7 @@ def pipeline_stats(app: DistributionApp) -> dict:
                                     "last_commit_at": stats.last_commit_at, "last_error": stats.last_error}
         elif job.name == "topic-sync":
             topic_sync = dict(job.counters)
-    return {"offsets": offsets, "committers": committers, "topic_sync": topic_sync,
+        elif job.name == "acl-sync":
+            acl_sync = dict(job.counters)
+    return {"offsets": offsets, "committers": committers, "topic_sync": topic_sync, "acl_sync": acl_sync,
             "schemas": app.schemas.stats() if app.schemas is not None else None}
