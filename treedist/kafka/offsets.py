@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Iterable, Literal, Mapping, NamedTuple
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from treedist.kafka.errors import ClusterUnreachable
@@ -21,6 +21,9 @@ from treedist.kafka.retry import with_retries
 log = logging.getLogger(__name__)
 
 _GONE = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
+# A cluster without topic IDs answers with the zero UUID (noida-db), or refuses the request.
+ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+_NO_TOPIC_IDS = (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE, KafkaError.INVALID_REQUEST)
 # Consumer-only settings an AdminClient would warn about.
 _CONSUMER_ONLY = {
     "group.id", "group.instance.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
@@ -39,6 +42,14 @@ class TopicPartitionKey(NamedTuple):
         return f"{self.topic}[{self.partition}]"
 
 
+class TopicIds(NamedTuple):
+    """What `OffsetReader.topic_ids` found: topic -> ID (clusters with IDs), and the topics
+    the cluster said do not exist."""
+
+    ids: dict[str, str]
+    gone: set[str]
+
+
 class OffsetReader:
     """Reads one cluster's partitions and offsets (driver; not thread-safe across close())."""
 
@@ -46,6 +57,7 @@ class OffsetReader:
                  read_committed: bool | None = None) -> None:
         self.where = f"cluster {cluster!r}" if cluster else str(client_config.get("bootstrap.servers"))
         self._timeout_s = timeout_s
+        self._no_topic_ids = False  # set once the cluster answered that it has no topic IDs
         if read_committed is None:  # as the cluster's consumers read: read_committed unless told otherwise
             read_committed = str(client_config.get("isolation.level", "read_committed")) == "read_committed"
         self._isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
@@ -95,6 +107,39 @@ class OffsetReader:
 
         return with_retries(call, what=f"reading {which} offsets of {len(wanted)} partitions on {self.where} failed",
                             error=ClusterUnreachable)
+
+    def topic_ids(self, topics: Iterable[str]) -> TopicIds:
+        """The topic ID (base64, as Kafka prints it) of each of `topics`, in one request, and
+        the topics the cluster says no longer exist.
+
+        A cluster without topic IDs (the zero UUID, or a broker that refuses DescribeTopics:
+        noida-db) gives no IDs; a broker that refuses is not asked again by this reader."""
+        wanted = sorted(set(topics))
+        if not wanted or self._no_topic_ids:
+            return TopicIds({}, set())
+
+        def call() -> TopicIds:
+            futures = self._admin.describe_topics(TopicCollection(wanted), request_timeout=self._timeout_s)
+            ids, gone = {}, set()
+            for name, future in futures.items():
+                try:
+                    topic_id = str(future.result().topic_id)
+                except KafkaException as exc:
+                    code = getattr(exc.args[0], "code", lambda: None)() if exc.args else None
+                    if code in _GONE:
+                        gone.add(name)
+                        continue
+                    if code in _NO_TOPIC_IDS:
+                        self._no_topic_ids = True
+                        log.info("%s does not describe topics (%s): topics recreated between two batches are "
+                                 "not told apart there", self.where, exc)
+                        return TopicIds({}, set())
+                    raise
+                if topic_id != ZERO_TOPIC_ID:
+                    ids[name] = topic_id
+            return TopicIds(ids, gone)
+
+        return with_retries(call, what=f"describing {len(wanted)} topics on {self.where} failed", error=ClusterUnreachable)
 
     def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """partition -> (low, high) of `topic`; empty when the topic does not exist."""

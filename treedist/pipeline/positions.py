@@ -18,6 +18,11 @@ records it already received past a window's end. The next batch's end then says 
 (`{"levels": ..., "copied_ahead": {topic: {partition: offset}}}`), and that batch reads the
 partition from there: its start is the previous end advanced to the copied-ahead offsets
 (`LevelPositions.advanced`), in planning and in every replay alike.
+
+Topic IDs: on a cluster with topic IDs (Kafka), a batch's end also records the ID of each topic
+it reads (`"topic_ids": {topic: id}`, omitted when empty: noida-db has none). A topic whose ID
+differs from the one the previous batch recorded was deleted and created again in between
+(`recreated_topics`); the planner reads it from its start.
 """
 
 from __future__ import annotations
@@ -104,6 +109,44 @@ def with_copied_ahead(end: LevelPositions, ahead: Mapping[TopicPartitionKey, int
     out = end.to_dict()
     if ahead:
         out["copied_ahead"] = KafkaOffsets(dict(ahead)).to_dict()
+    return out
+
+
+def topic_ids(offset: Mapping) -> dict[str, str]:
+    """The `topic_ids` part of a batch's end offset (empty when absent)."""
+    data = offset.get("topic_ids") if isinstance(offset, Mapping) else None
+    if not data:
+        return {}
+    if not isinstance(data, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise PipelineError(f"malformed topic_ids in a distributor offset: {str(data)[:200]!r}")
+    return dict(data)
+
+
+def with_topic_ids(offset: dict, ids: Mapping[str, str]) -> dict:
+    """`offset` (a checkpoint form) recording `ids`, sorted; omitted when empty, so a cluster
+    without topic IDs writes the same JSON as before IDs were recorded."""
+    if ids:
+        offset["topic_ids"] = {topic: ids[topic] for topic in sorted(ids)}
+    return offset
+
+
+def recreated_topics(recorded: Mapping[str, str], current: Mapping[str, str]) -> set[str]:
+    """Topics whose ID now differs from the one recorded with the previous batch: deleted and
+    created again in between. A topic without an ID on either side (not recorded yet, gone
+    now, or a cluster without IDs) is never one."""
+    return {topic for topic, now in current.items() if topic in recorded and recorded[topic] != now}
+
+
+def next_topic_ids(recorded: Mapping[str, str], current: Mapping[str, str], topics: Iterable[str]) -> dict[str, str]:
+    """The IDs a batch's end records for the topics it keeps positions of: the current ID,
+    else (the topic is gone for now) the recorded one, so that the topic coming back under a
+    new ID is still recognised as new."""
+    out = {}
+    for topic in set(topics):
+        if topic in current:
+            out[topic] = current[topic]
+        elif topic in recorded:
+            out[topic] = recorded[topic]
     return out
 
 
