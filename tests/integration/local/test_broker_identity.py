@@ -1,4 +1,5 @@
-"""A state file's PID is stopped only while it is still the broker we started (real brokers)."""
+"""A state file's PID is stopped only while it is still the broker we started (real brokers of
+both engines: `is_ours` reads a Kafka node's command line differently from noida-db's)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,19 @@ import dataclasses
 import subprocess
 import sys
 
+import pytest
+
 from treedist.local import LocalClusters
-from treedist.local.launcher import is_ours, pid_alive
+from treedist.local.launcher import ENGINES, is_ours, pid_alive
 
 
-def test_only_our_broker_counts_as_ours_and_a_stranger_is_never_signalled(tmp_path):
-    clusters = LocalClusters.start(["a"], tmp_path / "k")
+@pytest.fixture(params=ENGINES)
+def engine(request) -> str:
+    return request.param
+
+
+def test_only_our_broker_counts_as_ours_and_a_stranger_is_never_signalled(tmp_path, engine):
+    clusters = LocalClusters.start(["a"], tmp_path / "k", engine=engine)
     broker = clusters.brokers["a"]
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
@@ -31,15 +39,17 @@ def test_only_our_broker_counts_as_ours_and_a_stranger_is_never_signalled(tmp_pa
     assert not is_ours(broker)
 
 
-def test_a_second_start_reuses_only_a_broker_that_is_ours(tmp_path):
-    first = LocalClusters.start(["a"], tmp_path / "k")
+def test_a_second_start_reuses_only_a_broker_that_is_ours(tmp_path, engine):
+    first = LocalClusters.start(["a"], tmp_path / "k", engine=engine)
     try:
         again = LocalClusters.start(["a"], tmp_path / "k")
-        assert again.brokers["a"].pid == first.brokers["a"].pid
+        assert again.brokers["a"].pid == first.brokers["a"].pid and again.brokers["a"].engine == engine
     finally:
         first.stop()
     restarted = LocalClusters.start(["a"], tmp_path / "k")
     try:
+        # restarted on the engine its data was written by, whatever the default engine is
         assert restarted.brokers["a"].pid != first.brokers["a"].pid and is_ours(restarted.brokers["a"])
+        assert restarted.brokers["a"].engine == engine
     finally:
         restarted.stop()
