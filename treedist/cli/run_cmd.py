@@ -6,7 +6,6 @@ a steady stream of keyed events to random clusters, live progress, and a verific
 
 from __future__ import annotations
 
-import shutil
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ def run(
     duration: float = typer.Option(None, "--duration", help="Stop after this many seconds (default: run until Ctrl-C or SIGTERM)."),
     rate: float = typer.Option(2000.0, "--rate", help="Demo only: events per second produced to random clusters."),
     partitions: int = typer.Option(6, "--partitions", help="Demo only: partitions of the demo topic."),
-    state_dir: Path = typer.Option(Path(".treedist/demo"), "--state-dir", help="Demo only: clusters, checkpoints and config (wiped at start)."),
+    state_dir: Path = typer.Option(Path(".treedist/demo"), "--state-dir", help="Demo only: clusters, checkpoints and config (wiped at start; only a new, empty or treedist-marked directory)."),
     keep_clusters: bool = typer.Option(False, "--keep-clusters", help="Demo only: leave the local clusters running afterwards."),
     drain_timeout: float = typer.Option(180.0, "--drain-timeout", help="Demo only: seconds to wait for distributors to catch up before verifying."),
     metrics_port: int = typer.Option(0, "--metrics-port", help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: off)."),
@@ -167,6 +166,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     from treedist.control.keys import Keys
     from treedist.local import avro_demo  # imported here, not at the top: its registry client costs every command ~17 MiB
     from treedist.local.etcd import start_etcd
+    from treedist.local import statedir as state_dirs
     from treedist.local.lock import StateDirLock
     from treedist.local.workers import LocalWorkers
     from treedist.ops.serve import serve
@@ -176,10 +176,11 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     clusters_dir = state_dir / "clusters"
     with ExitStack() as stack:
         stack.enter_context(StateDirLock(state_dir))  # before anything in state_dir is stopped or wiped
+        state_dirs.check_ours(state_dir)  # a directory treedist did not mark is never stopped in or wiped
         previous = LocalClusters.load(clusters_dir)  # left running by an earlier --keep-clusters
         if previous:
             previous.stop()
-        shutil.rmtree(state_dir, ignore_errors=True)
+        state_dirs.reset(state_dir)
         console.print(f"starting 4 local {ENGINE_NAMES[engine]} clusters and etcd in {state_dir} ...")
         started_at = time.monotonic()
         clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], clusters_dir, engine=engine)
