@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Iterable
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 
@@ -27,7 +27,7 @@ def _consumer(servers: str, group: str, **extra) -> Consumer:
                      "auto.offset.reset": "earliest", "session.timeout.ms": 6000, **extra})
 
 
-def consume_and_commit(servers: str, group: str, topic: str, count: int, timeout: float = 30.0) -> list[str]:
+def consume_and_commit(servers: str, group: str, topic: str, count: int, timeout: float = 120.0) -> list[str]:
     """Join `group`, read `count` records of `topic`, commit exactly what was read, leave."""
     consumer = _consumer(servers, group)
     consumer.subscribe([topic])
@@ -47,22 +47,49 @@ def consume_and_commit(servers: str, group: str, topic: str, count: int, timeout
     return seen
 
 
-def consume_rest(servers: str, group: str, topic: str, idle_s: float = 3.0, timeout: float = 60.0) -> list[str]:
-    """Join `group` on another cluster and read from its commits until `idle_s` without a record."""
+def consume_rest(servers: str, group: str, topic: str, idle_s: float = 3.0, timeout: float = 120.0) -> list[str]:
+    """Join `group` on another cluster and read from its commits until every assigned partition
+    is read to the end it had when the group got it, and `idle_s` passed without a record.
+    (Ends, not idleness alone: on a busy machine the join and the first fetch can take longer
+    than `idle_s`.)"""
     consumer = _consumer(servers, group)
     consumer.subscribe([topic])
     seen: list[str] = []
     deadline = time.monotonic() + timeout
     last = time.monotonic()
+    ends: dict[int, tuple[int, int]] | None = None
     try:
-        while time.monotonic() < deadline and (time.monotonic() - last < idle_s or not consumer.assignment()):
+        while time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=500, timeout=0.5):
                 if msg.error() is None:
                     seen.append(msg.value().decode())
                     last = time.monotonic()
+            assignment = consumer.assignment()
+            if not assignment:
+                continue
+            if ends is None:
+                ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10) for tp in assignment}
+            if time.monotonic() - last >= idle_s and _read_to(consumer, assignment, ends):
+                break
+        assert ends is not None, f"group {group} got no partitions of {topic} on {servers} in {timeout} s"
     finally:
         consumer.close()
     return seen
+
+
+def _read_to(consumer: Consumer, assignment: list[TopicPartition], ends: dict[int, tuple[int, int]]) -> bool:
+    """Whether every assigned partition's position is at or past its end. Before a partition's
+    first record the position is its commit, or its start (auto.offset.reset earliest)."""
+    for tp in consumer.position(assignment):
+        low, high = ends.get(tp.partition, (0, 0))
+        position = tp.offset
+        if position < 0:
+            position = consumer.committed([TopicPartition(tp.topic, tp.partition)], timeout=10)[0].offset
+        if position < 0:
+            position = low
+        if position < high:
+            return False
+    return True
 
 
 def commits(servers: str, group: str) -> dict[tuple[str, int], tuple[int, str]]:
@@ -76,6 +103,59 @@ def commit_raw(servers: str, group: str, topic: str, partition: int, offset: int
     """A commit as any client could make it (admin API), e.g. with hand-written metadata."""
     admin = AdminClient({"bootstrap.servers": servers})
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, partition, offset, metadata=metadata)])])[group].result(timeout=10)
+
+
+def stored_commits(servers: str, group: str, timeout: float = 30.0) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> offset of the commit records of `group` in the cluster's
+    `__consumer_offsets` topic, read as records (Apache Kafka keeps commits there; the newest
+    record of a key wins, as in the coordinator's replay). Decodes OffsetCommitKey (version 0
+    or 1: group, topic, partition) and the offset, which every OffsetCommitValue version
+    begins with."""
+    import struct
+
+    from confluent_kafka.admin import OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": servers})
+    md = admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
+    tps = [TopicPartition("__consumer_offsets", p) for p in md.partitions]
+    ends = {tp.partition: f.result(timeout=10).offset
+            for tp, f in admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}).items()}
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": f"treedist-test-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition("__consumer_offsets", p, 0) for p, end in ends.items() if end > 0])
+    todo = {p for p, end in ends.items() if end > 0}
+    found: dict[tuple[str, int], int] = {}
+    deadline = time.monotonic() + timeout
+
+    def string(buf: bytes, at: int) -> tuple[str, int]:
+        (n,) = struct.unpack_from(">h", buf, at)
+        return buf[at + 2:at + 2 + n].decode(), at + 2 + n
+
+    try:
+        while todo and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if msg.error() is not None:
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        todo.discard(msg.partition())
+                    continue
+                if msg.offset() >= ends[msg.partition()] - 1:
+                    todo.discard(msg.partition())
+                key, value = msg.key(), msg.value()
+                if key is None or struct.unpack_from(">h", key, 0)[0] not in (0, 1):
+                    continue  # not an offset commit (group metadata and others)
+                name, at = string(key, 2)
+                if name != group:
+                    continue
+                topic, at = string(key, at)
+                (partition,) = struct.unpack_from(">i", key, at)
+                if value is None:  # a tombstone: the commit was deleted
+                    found.pop((topic, partition), None)
+                else:
+                    found[topic, partition] = struct.unpack_from(">q", value, 2)[0]
+    finally:
+        consumer.close()
+    assert not todo, f"__consumer_offsets on {servers}: partitions {sorted(todo)} not read to their end in {timeout} s"
+    return found
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.5, each=lambda: None):

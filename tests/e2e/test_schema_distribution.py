@@ -8,6 +8,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -125,6 +126,21 @@ def test_schemas_reach_every_cluster_under_its_subject_with_the_same_id(world):
     eventually("payments on c3", lambda: sr["c3"].get_latest_version("payments-value").schema_id == schema_id, distributor)
     stats = distributor.stats()
     assert stats["conflicts"] == [] and stats["malformed"] == []
+
+    # 7. kept in the `_schemas` topic: compacted on every cluster (so every record has a key),
+    # and a registry started afresh on c4 replays it to what the running one serves.
+    topic = deployment.schemas.topic
+    for c in CLUSTERS:
+        admin = AdminClient({"bootstrap.servers": deployment.cluster(c).bootstrap_servers})
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        configs = admin.describe_configs([resource])[resource].result(timeout=30)
+        assert configs["cleanup.policy"].value == "compact", c
+    with RegistryServer(store_for(deployment, "c4"), role_of(deployment, "c4")) as fresh:
+        replayed = SchemaRegistryClient({"url": fresh.url})
+        assert replayed.get_versions(SUBJECTS["c4"]) == [2]
+        assert replayed.get_version(SUBJECTS["c4"], 2).schema_id == second
+        assert replayed.get_compatibility(SUBJECTS["c4"]) == "FULL"
+        assert replayed.get_schema(schema_id).schema_str == sr["c4"].get_schema(schema_id).schema_str
 
 
 def test_an_id_taken_on_a_target_is_a_conflict_never_overwritten(world):

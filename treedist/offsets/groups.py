@@ -2,9 +2,12 @@
 
 `GroupClient` wraps one AdminClient and one assign-only Consumer (never joins a group; its
 `treedist-offsets-*` group id is one of treedist's own, never distributed). Every broker call
-is bounded by `timeout_s` and retried with `treedist.kafka.retry.with_retries` (retriable
-errors such as COORDINATOR_LOAD_IN_PROGRESS included); after the last attempt it raises
-`ClusterUnreachable` naming the cluster, and the group or topic where there is one.
+is bounded by `timeout_s` and retried with `treedist.kafka.retry.with_retries`; after the
+last attempt it raises `ClusterUnreachable` naming the cluster, and the group or topic where
+there is one. A group coordinator that is busy (Apache Kafka's answers while it loads its
+`__consumer_offsets` partitions, right after a broker start or when that topic was just
+created, or while coordination moves) is waited for within each attempt, up to
+COORDINATOR_WAIT_S, with doubling backoff.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ from treedist.kafka.logs import client_logger
 
 log = logging.getLogger(__name__)
 TP = tuple[str, int]  # (physical topic, partition)
+# Transient answers of a group coordinator. librdkafka does not mark them all retriable (the
+# per-broker errors of ListConsumerGroups are not), and an unmarked broker error counts as a
+# refusal (treedist.kafka.retry.refused): a pass would fail on every fresh Kafka cluster.
+COORDINATOR_BUSY = frozenset({KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                              KafkaError.NOT_COORDINATOR})
+COORDINATOR_WAIT_S = 30.0  # loading 50 offsets partitions took a few seconds on a busy 2-core machine
 
 
 @dataclass(frozen=True)
@@ -50,10 +59,11 @@ class GroupClient:
         self._consumer: Consumer | None = None
 
     def _retry(self, call, what: str):
-        # Retriable broker errors (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, ...) and
-        # transport errors are retried with backoff; a refusal (not authorised) is raised at once.
-        return with_retries(call, what=f"{what} on cluster {self.cluster!r} failed", error=ClusterUnreachable,
-                            attempts=self._attempts, first_backoff_s=0.5, max_backoff_s=4.0, fail_fast_on_refusal=True)
+        # Retriable broker errors and transport errors are retried with backoff; a busy
+        # coordinator is waited for (_patient); a refusal (not authorised) is raised at once.
+        return with_retries(_patient(call, f"{what} on cluster {self.cluster!r}"), what=f"{what} on cluster {self.cluster!r} failed",
+                            error=ClusterUnreachable, attempts=self._attempts, first_backoff_s=0.5, max_backoff_s=4.0,
+                            fail_fast_on_refusal=True)
 
     def groups(self) -> list[str]:
         """Every consumer group the cluster knows."""
@@ -228,6 +238,28 @@ class GroupClient:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+
+def _patient(call, what: str, wait_s: float = COORDINATOR_WAIT_S):
+    """`call`, run again while the group coordinator answers that it is busy (COORDINATOR_BUSY),
+    for at most `wait_s` (backoff 0.5 s doubling to 4 s). A coordinator still busy after that is
+    raised as a retriable error (never as a refusal), so the caller's retries go on."""
+    def run():
+        deadline = time.monotonic() + wait_s
+        backoff = 0.5
+        while True:
+            try:
+                return call()
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if error is None or error.code() not in COORDINATOR_BUSY:
+                    raise
+                if time.monotonic() + backoff > deadline:
+                    raise KafkaException(KafkaError(error.code(), error.str(), retriable=True)) from exc
+                log.debug("%s: group coordinator busy (%s); asking again in %.1f s", what, error.str(), backoff)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 4.0)
+    return run
 
 
 def _at_end(msg) -> bool:

@@ -1,8 +1,9 @@
 """The offset distributor of one source cluster: a supervised driver-side job (treedist.pipeline.jobs).
 
-Why a job and not a streaming query: there is no record stream to read. noida-db lists
-`__consumer_offsets` but serves no records in it, so the source is the Admin API, polled every
-`offsets.poll_interval`. One job per source cluster covers all its levels (as the read-once
+Why a job and not a streaming query: the source is the Admin API, polled every
+`offsets.poll_interval` (as MirrorMaker 2's checkpoint connector reads it). Apache Kafka keeps
+the commits as records of `__consumer_offsets`, but in the coordinator's internal format, and
+noida-db serves no records there at all. One job per source cluster covers all its levels (as the read-once
 record path does); the logical distributor (cluster, level) stays the unit of counters and logs.
 
 One pass (`run_once`, driver):
