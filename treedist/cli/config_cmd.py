@@ -19,11 +19,12 @@ def register(app: typer.Typer) -> None:
 
 
 def _client(config: Path):
-    from treedist.config import load_deployment
+    from treedist.config import load_spec, parse_deployment
     from treedist.control.etcd import EtcdClient
     from treedist.control.keys import Keys
 
-    deployment = load_deployment(config)
+    # references unresolved: these commands need the control section, not the workers' secrets
+    deployment = parse_deployment(load_spec(config), source=str(config), resolve=False)
     if deployment.control is None:
         raise ControlError(f"{config}: control: no control section; `treedist config` changes the live config in etcd")
     return EtcdClient(list(deployment.control.etcd)), Keys(deployment.control.prefix)
@@ -44,7 +45,11 @@ def set_(
         _, revision = live.change(client, keys, changes)
     finally:
         client.close()
-    console.print(f"live config updated (etcd revision {revision}): {', '.join(changes)}")
+    from treedist.config.secrets import mask_assignment
+
+    # a value under a secret key is not echoed: it would land in terminals and CI logs
+    console.print(f"live config updated (etcd revision {revision}): {', '.join(mask_assignment(c) for c in changes)}",
+                  markup=False, highlight=False)
 
 
 @config_app.command("show")
@@ -61,7 +66,11 @@ def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
         client.close()
     if kv is None:
         raise ControlError(f"no deployment in etcd under {keys.config}: start a worker, or store one with `treedist config push`")
-    masked = live.load(kv, keys).model_dump(mode="json", exclude_defaults=True)
+    from treedist.config.secrets import mask_spec
+
+    # unresolved: references are shown, never the values they stand for; SecretStr masks
+    # secret keys, mask_spec the passwords in URLs
+    masked = mask_spec(live.load(kv, keys, resolve=False).model_dump(mode="json", exclude_defaults=True))
     if as_json:
         print_json({"revision": kv.mod_revision, "deployment": masked})
     else:

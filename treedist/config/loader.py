@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from treedist.config import secrets
 from treedist.config.errors import ConfigError
 from treedist.config.model import Deployment
 
@@ -58,13 +59,23 @@ def _reject_duplicate_keys(node: yaml.Node | None, where: str, source: str, seen
             _reject_duplicate_keys(item, f"{where}[{i}]", source, seen_nodes)
 
 
-def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
+def parse_deployment(raw: object, source: str = "<deployment>", resolve: bool = True) -> Deployment:
+    """The validated deployment. With `resolve` (loading it for use), `${env:NAME}` and
+    `${file:/path}` references are resolved first (treedist.config.secrets); without it
+    (validating a change on a machine that need not hold the secrets, or showing the
+    deployment) they are checked for form and validated as the strings they are."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping, got {type(raw).__name__}")
+    if resolve:
+        resolved = secrets.resolve(raw, source)
+    else:
+        secrets.check(raw, source)
+        resolved = secrets.Resolved(raw)
     try:
-        return Deployment.model_validate(raw)
+        return Deployment.model_validate(resolved.spec)
     except ValidationError as err:
-        raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in err.errors())) from None
+        # validators quote bad values: a resolved secret is named by its reference instead
+        raise ConfigError(resolved.redact(f"{source}: " + "; ".join(_describe(e) for e in err.errors()))) from None
 
 
 def _describe(error: dict) -> str:

@@ -35,6 +35,7 @@ from treedist.config.control import ControlConfig
 from treedist.config.durations import Duration, DurationOrZero
 from treedist.config.errors import ConfigError
 from treedist.config.offsets import OffsetsConfig
+from treedist.config.secrets import is_secret_key
 from treedist.topology import (
     MalformedFlagsPolicy,
     Node,
@@ -57,8 +58,6 @@ from treedist.topology.naming import (
 )
 
 CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
-# librdkafka keys whose values are credentials: kept as SecretStr, never printed.
-_SECRET_KEY = re.compile(r"(password|secret|token|credentials|\.key\.pem$)", re.I)
 
 ClientValue = Annotated[
     Union[StrictBool, StrictInt, StrictFloat, StrictStr, SecretStr], Field(union_mode="left_to_right")
@@ -118,7 +117,8 @@ class ClusterConfig(Frozen):
         for key, item in value.items():
             if item is None or isinstance(item, (dict, list)):
                 raise ValueError(f"client[{key!r}]: a librdkafka setting is a string, number or boolean, got {item!r}")
-        return {k: SecretStr(str(v)) if _SECRET_KEY.search(str(k)) else v for k, v in value.items()}
+        # credentials (treedist.config.secrets.SECRET_KEY) are kept as SecretStr, never printed
+        return {k: SecretStr(str(v)) if is_secret_key(k) else v for k, v in value.items()}
 
     @field_validator("client")
     @classmethod

@@ -12,8 +12,14 @@ A change is written in one step that either happens whole or not at all:
 4. write it with a transaction guarded by the mod revision read in step 1, so two changes
    made at the same time cannot overwrite each other (the second is refused: run it again).
 
-The stored form is the deployment file's own (a mapping, as YAML gives it), as JSON, with
-credentials in the clear: restrict access to etcd as you do to the deployment file (docs).
+The stored form is the deployment file's own (a mapping, as YAML gives it), as JSON:
+`${env:NAME}` and `${file:/path}` references (treedist.config.secrets) are stored as
+written and resolved by each worker when it loads the deployment, so a deployment that
+references its credentials keeps them out of etcd; credentials written into the file
+itself are stored in the clear: restrict access to etcd as you do to the deployment file
+(docs/security.md). A change is validated with its references checked for form only (the
+machine making it need not hold the workers' secrets); a reference a worker cannot resolve
+is logged there and the worker keeps its current deployment.
 """
 
 from __future__ import annotations
@@ -58,9 +64,10 @@ def stored_spec(kv: KeyValue, keys: Keys) -> dict:
     return spec
 
 
-def load(kv: KeyValue, keys: Keys) -> Deployment:
-    """The stored deployment, validated (ConfigError naming `etcd:<key>` and the field)."""
-    return parse_deployment(stored_spec(kv, keys), source=source_name(keys))
+def load(kv: KeyValue, keys: Keys, resolve: bool = True) -> Deployment:
+    """The stored deployment, validated (ConfigError naming `etcd:<key>` and the field);
+    its references resolved unless `resolve` is False (showing it: references, not values)."""
+    return parse_deployment(stored_spec(kv, keys), source=source_name(keys), resolve=resolve)
 
 
 def set_values(spec: Mapping[str, Any], assignments: Sequence[str]) -> dict:
@@ -143,7 +150,8 @@ def change(client: EtcdClient, keys: Keys, assignments: Sequence[str]) -> tuple[
 
 def replace(client: EtcdClient, keys: Keys, spec: Mapping[str, Any], expected: int | None) -> tuple[Deployment, int]:
     """Steps 3-4 (also `config push`: `expected` None means "whatever is stored")."""
-    deployment = parse_deployment(dict(spec), source=source_name(keys))  # raises ConfigError naming the field
+    # raises ConfigError naming the field; references checked for form, not resolved (see above)
+    deployment = parse_deployment(dict(spec), source=source_name(keys), resolve=False)
     guard = [Compare.mod_at(keys.config, expected)] if expected is not None else []
     result = client.txn(guard, [Op.put(keys.config, json.dumps(spec, sort_keys=True))])
     if not result.succeeded:
