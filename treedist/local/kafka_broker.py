@@ -55,8 +55,13 @@ BASE_PROPS = {
 
 
 def new_cluster_id() -> str:
-    """Kafka's format: a random UUID, URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's format: a random UUID, URL-safe base64 without padding (22 characters), never
+    starting with "-" (as Kafka's own Uuid.randomUuid): StorageTool's parser takes such an ID
+    for an option and fails ("argument --cluster-id/-t: expected one argument"), 1 start in 64."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def cluster_id(data_dir: Path) -> str:
