@@ -1,0 +1,158 @@
+"""The two scenarios of the vs_mm2 benchmark and how each contender is started on them.
+
+A scenario says which clusters there are, which produce, and for one topic name: the topics
+to create, where each contender's copies land (the landing sampler's targets) and how many
+copies a record makes (the same for every contender: checked after each run).
+
+- single_link: c1 -> c2. MM2: one flow, IdentityReplicationPolicy (the copy keeps the topic's
+  name). treedist: the 2-cluster deployment (one level over c1, c2), `treedist run -c`; only
+  c1 produces, so the copies go one way (c2's query reads them and skips them). Loop: one
+  process per core on c1, the partitions split between them.
+- full_sync: c1..c4. MM2: the full mesh, 12 flows, DefaultReplicationPolicy (c1's `t` lands as
+  `c1.t` on c2, c3, c4; MM2 never copies a remote topic on: 3 copies per record). treedist: the
+  4-cluster reference tree (3 copies per record, c1's records reach c4 in two hops). Loop: one
+  process per cluster applying the tree's copy-flag rule (the same 3 copies, same hops).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.harness import mm2
+from benchmarks.harness.treedist_run import REPO, TreedistRun, write_deployment
+from benchmarks.harness.trees import REFERENCE_4, levels
+from treedist.local.launcher import stop_pid
+
+FLAGS, ORIGIN = "treedist-copy-flags", "treedist-origin"  # treedist's default header names
+CONTENDERS = ("mm2", "treedist", "loop")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    clusters: tuple[str, ...]
+    tree: object
+    mm2_flows: tuple[tuple[str, str], ...]
+    mm2_policy: str
+
+    def producers(self, rate_mode: bool) -> list[str]:
+        """Clusters that produce records: single_link only c1; full_sync all (at a fixed rate:
+        c1 only, so that hops are known)."""
+        return ["c1"] if rate_mode or self.name == "single_link" else list(self.clusters)
+
+    def topics(self, contender: str, topic: str) -> dict[str, list[str]]:
+        """cluster -> topics to create before a run (MM2's remote topics too: no contender pays
+        a topic creation inside its run)."""
+        out = {c: [topic] for c in self.clusters}
+        if contender == "mm2":
+            for source, target in self.mm2_flows:
+                remote = mm2.remote_topic(source, topic, self.mm2_policy)
+                if remote not in out[target]:
+                    out[target].append(remote)
+        return out
+
+    def targets(self, contender: str, topic: str, sources: list[str]) -> dict[str, list[str]]:
+        """cluster -> topics where copies of records produced on `sources` land."""
+        out: dict[str, list[str]] = {}
+        if contender == "mm2":
+            for source, target in self.mm2_flows:
+                if source in sources:
+                    out.setdefault(target, []).append(mm2.remote_topic(source, topic, self.mm2_policy))
+        else:  # treedist and the loop copy into the same topic name on every cluster
+            for cluster in self.clusters:
+                if any(s != cluster for s in sources):
+                    out[cluster] = [topic]
+        return out
+
+    def copies_per_record(self) -> int:
+        return len(self.clusters) - 1
+
+
+SCENARIOS = {
+    "single_link": Scenario("single_link", ("c1", "c2"), {"level": 1, "children": ["c1", "c2"]},
+                            (("c1", "c2"),), mm2.IDENTITY),
+    "full_sync": Scenario("full_sync", ("c1", "c2", "c3", "c4"), REFERENCE_4,
+                          tuple((s, t) for s in ("c1", "c2", "c3", "c4") for t in ("c1", "c2", "c3", "c4") if s != t),
+                          mm2.DEFAULT_POLICY),
+}
+
+
+class Handle:
+    """A started contender: its root PIDs (metered as `<key>:<i>`), a liveness check, a stop."""
+
+    def __init__(self, key: str, procs: list[subprocess.Popen], logs: list[Path], stop=None) -> None:
+        self.key, self.procs, self.logs, self._stop = key, procs, logs, stop
+        self.launched = time.monotonic()
+        self.outputs: list[str] = []
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def check(self) -> None:
+        for proc, log in zip(self.procs, self.logs):
+            if proc.poll() is not None:
+                tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+                raise RuntimeError(f"{self.key}: process {proc.pid} exited with {proc.returncode}:\n{tail}")
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop()
+            return
+        for proc in self.procs:  # the loop: SIGTERM makes it flush, commit and report
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, log in zip(self.procs, self.logs):
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                stop_pid(proc.pid, grace=5)
+            lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+            self.outputs.append(lines[-1] if lines else "")
+
+
+def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path,
+          run_id: str, master: str) -> tuple[Handle, dict]:
+    """Start `contender` copying `topic`; returns its handle and the settings it runs with."""
+    if contender == "mm2":
+        props = mm2.properties(boot, list(scenario.mm2_flows), topic, scenario.mm2_policy)
+        proc = mm2.start(props, workdir, run_id)
+        return Handle(run_id, [proc], [workdir / f"{run_id}.log"], lambda: stop_pid(proc.pid, grace=30)), props
+    if contender == "treedist":
+        config = write_deployment(workdir / f"{run_id}.yaml", boot, scenario.tree, [topic], workdir / f"ck-{run_id}", master)
+        run = TreedistRun(config, workdir / f"{run_id}.log")
+        return Handle(run_id, [run.proc], [run.log_file], lambda: run.stop()), {"deployment": config.read_text()}
+    if contender == "loop":
+        return _loops(scenario, boot, topic, partitions, workdir, run_id)
+    raise ValueError(contender)
+
+
+def _loops(scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path,
+           run_id: str) -> tuple[Handle, dict]:
+    per_cluster = levels(scenario.tree)
+    jobs = []
+    if scenario.name == "single_link":
+        cores = os.cpu_count() or 1
+        jobs = [("c1", [p for p in range(partitions) if p % cores == i]) for i in range(cores)]
+    else:
+        jobs = [(c, list(range(partitions))) for c in scenario.clusters]
+    procs, logs, specs = [], [], []
+    for i, (cluster, owned) in enumerate(jobs):
+        spec = {"cluster": cluster, "bootstraps": boot, "topic": topic, "partitions": owned,
+                "levels": [list(level) for level in per_cluster[cluster]], "group": f"loop-{run_id}-{cluster}",
+                "flags_header": FLAGS, "origin_header": ORIGIN}
+        log = workdir / f"{run_id}-{i}.log"
+        with open(log, "ab") as out:
+            procs.append(subprocess.Popen([sys.executable, "-m", "benchmarks.harness.lean_loop", json.dumps(spec)],
+                                          cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True))
+        logs.append(log)
+        specs.append({"cluster": cluster, "partitions": owned, "levels": spec["levels"]})
+    return Handle(run_id, procs, logs), {"processes": specs, "commit_every_s": 1.0, "gc": "disabled"}

@@ -1,0 +1,81 @@
+"""Latency as users see it: a consumer on each target receives the copies; latency = time of
+receipt - the record's CreateTime (every contender keeps the original timestamp). Its own
+process, so that its CPU (and its GIL) is not the benchmark's sampler's or producer's.
+
+Run: python -m benchmarks.harness.latency_probe '<json: targets [{name, bootstrap, topic,
+partitions}]>'. It prints `ready` once its consumers are assigned (at the end of each
+partition), then reads one JSON line on stdin, {from_ms, until_ms, expected}: the CreateTime
+range of the measured records and how many were produced in it; it keeps receiving until
+every target got them all or 20 s passed, then prints one JSON line of percentiles per target.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import threading
+import time
+
+from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+# Latency settings, not throughput: a fetch returns as soon as one record is there.
+SETTINGS = {"enable.auto.commit": False, "enable.partition.eof": False, "fetch.wait.max.ms": 100,
+            "fetch.min.bytes": 1, "receive.message.max.bytes": 1_000_000_000}
+
+
+class Receiver(threading.Thread):
+    def __init__(self, target: dict) -> None:
+        super().__init__(name=f"probe-{target['name']}", daemon=True)
+        self.target = target
+        self.consumer = Consumer({"bootstrap.servers": target["bootstrap"], "group.id": f"probe-{target['name']}", **SETTINGS})
+        self.consumer.assign([TopicPartition(target["topic"], p, OFFSET_END) for p in range(target["partitions"])])
+        self.samples: list[tuple[int, float]] = []  # (CreateTime ms, latency ms)
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        consume, samples = self.consumer.consume, self.samples
+        while not self.halt.is_set():
+            batch = consume(10_000, 0.05)
+            now_ms = time.time() * 1000
+            for msg in batch:
+                if msg.error() is None:
+                    ts = msg.timestamp()[1]
+                    samples.append((ts, now_ms - ts))
+        self.consumer.close()
+
+    def in_window(self, lo: int, hi: int) -> list[float]:
+        return [lat for ts, lat in list(self.samples) if lo <= ts < hi]
+
+
+def percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"count": 0}
+    ordered = sorted(values)
+
+    def q(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 1)
+
+    return {"count": len(ordered), "p50_ms": q(0.50), "p90_ms": q(0.90), "p99_ms": q(0.99), "max_ms": round(ordered[-1], 1)}
+
+
+def main(targets: list[dict]) -> dict:
+    gc.disable()  # millions of small tuples, no cycles: the collector would only add pauses
+    receivers = [Receiver(t) for t in targets]
+    for r in receivers:
+        r.start()
+    time.sleep(1.0)  # the consumers resolve their end offsets before anything is measured
+    print("ready", flush=True)
+    phase = json.loads(sys.stdin.readline())
+    lo, hi, expected = phase["from_ms"], phase["until_ms"], phase["expected"]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(len(r.in_window(lo, hi)) < expected for r in receivers):
+        time.sleep(0.5)
+    for r in receivers:
+        r.halt.set()
+        r.join(10)
+    return {r.target["name"]: {**percentiles(r.in_window(lo, hi)), "expected": expected} for r in receivers}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(json.loads(sys.argv[1])["targets"])), flush=True)
