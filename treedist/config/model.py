@@ -355,6 +355,9 @@ class SchemasConfig(Frozen):
     registries: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     subject_format: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     topic: StrictStr = "_schemas"
+    # Host names `treedist registry serve` answers besides loopback and the host of its own
+    # URL in `registries` (a name behind a proxy or load balancer); others get 421.
+    allowed_hosts: tuple[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._:\[\]-]+$")], ...] = ()
 
     @field_validator("registries")
     @classmethod

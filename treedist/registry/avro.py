@@ -16,7 +16,7 @@ from functools import lru_cache
 import avro.schema
 from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 
-from treedist.registry.errors import InvalidCompatibilityLevel, InvalidSchema
+from treedist.registry.errors import InvalidCompatibilityLevel, InvalidSchema, short
 from treedist.registry.records import AVRO
 
 LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
@@ -44,16 +44,23 @@ def parse(text: str, schema_type: str = AVRO, normalize: bool = False) -> Parsed
     if schema_type != AVRO:
         raise InvalidSchema(f"schemaType {schema_type!r} is not supported by this registry (only AVRO)")
     try:
+        json.loads(text)  # avro's own message for non-JSON quotes the whole text
+    except ValueError as err:
+        msg = getattr(err, "msg", "not JSON")
+        raise InvalidSchema(f"Invalid schema: not JSON ({msg} at line {getattr(err, 'lineno', '?')} "
+                            f"column {getattr(err, 'colno', '?')})") from None
+    try:
         parsed = avro.schema.parse(text)
     except (avro.errors.AvroException, ValueError, TypeError) as err:
-        raise InvalidSchema(f"Invalid schema {text!r}: {err}") from None
+        # the reason, not the schema: an error never quotes the request body back
+        raise InvalidSchema(f"Invalid schema: {short(str(err))}") from None
     normalised = parsed.canonical_form if normalize else json.dumps(parsed.to_json(), separators=(",", ":"))
     return ParsedSchema(normalised, parsed)
 
 
 def check_level(level: object) -> str:
     if not isinstance(level, str) or level.upper() not in LEVELS:
-        raise InvalidCompatibilityLevel(f"Invalid compatibility level {level!r}; valid: {', '.join(LEVELS)}")
+        raise InvalidCompatibilityLevel(f"Invalid compatibility level {short(repr(level))}; valid: {', '.join(LEVELS)}")
     return level.upper()
 
 

@@ -23,6 +23,12 @@ class RegistryError(TreedistError):
         return {"error_code": self.code, "message": self.message}
 
 
+def short(text: str, limit: int = 120) -> str:
+    """At most `limit` characters of a message part that may come from the request: an error
+    names what was wrong, it never quotes a request body back."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class SubjectNotFound(RegistryError):
     status, code = 404, 40401
 

@@ -197,7 +197,7 @@ def set_mode(state: RegistryState, subject: str | None, new_mode: object, refuse
     if refused:  # a non-primary registry's mode is fixed: READONLY
         raise errors.OperationNotPermitted(refused)
     if not isinstance(new_mode, str) or new_mode.upper() not in MODES:
-        raise errors.InvalidMode(f"Invalid mode {new_mode!r}; valid: {', '.join(MODES)}")
+        raise errors.InvalidMode(f"Invalid mode {errors.short(repr(new_mode))}; valid: {', '.join(MODES)}")
     return Decision((Record(ModeKey(subject), ModeValue(new_mode.upper())),), {"mode": new_mode.upper()})
 
 

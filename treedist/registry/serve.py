@@ -20,14 +20,30 @@ from treedist.registry.server import Role, build_app
 from treedist.registry.store import DEFAULT_TOPIC, KafkaStore
 
 HOST = "127.0.0.1"
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 DEFAULT_PORT = 8081  # Confluent's
 
 
 def role_of(deployment: Deployment, cluster: str) -> Role:
+    """The primary's registry takes writes; any other, and every one of a deployment without
+    a `schemas` section (it names no primary), is read-only."""
     schemas = deployment.schemas
     if schemas is None:
         return Role(cluster)
     return Role(cluster, schemas.primary, schemas.registries.get(schemas.primary))
+
+
+def hosts_of(deployment: Deployment, cluster: str, bind_host: str = HOST) -> tuple[str, ...]:
+    """Host names the registry answers besides loopback: the host of the cluster's URL in
+    `schemas.registries` (how its clients reach it), `schemas.allowed_hosts`, and the address
+    it listens on unless that is a wildcard."""
+    names = [] if bind_host in WILDCARDS else [bind_host]
+    if deployment.schemas is not None:
+        url = deployment.schemas.registries.get(cluster)
+        if url and urlparse(url).hostname:
+            names.append(urlparse(url).hostname)
+        names.extend(deployment.schemas.allowed_hosts)
+    return tuple(names)
 
 
 def port_of(deployment: Deployment, cluster: str) -> int:
@@ -45,7 +61,7 @@ def serve_forever(deployment: Deployment, cluster: str, port: int | None = None,
     """Replay, then serve until SIGINT/SIGTERM (uvicorn handles both); the store is closed after."""
     store = store_for(deployment, cluster).start()
     try:
-        uvicorn.run(build_app(store, role_of(deployment, cluster)), host=host, port=port or port_of(deployment, cluster),
+        uvicorn.run(build_app(store, role_of(deployment, cluster), hosts_of(deployment, cluster, host)), host=host, port=port or port_of(deployment, cluster),
                     log_level="warning", access_log=False, log_config=None)  # our logging (--log-level, --log-file)
     finally:
         store.close()
@@ -54,9 +70,10 @@ def serve_forever(deployment: Deployment, cluster: str, port: int | None = None,
 class RegistryServer:
     """A registry on a background thread of this process (loopback, port 0 = a free one)."""
 
-    def __init__(self, store: KafkaStore, role: Role, port: int = 0, host: str = HOST):
+    def __init__(self, store: KafkaStore, role: Role, port: int = 0, host: str = HOST, hosts: tuple[str, ...] = ()):
         self.store, self.role, self.host = store, role, host
-        config = uvicorn.Config(build_app(store, role), host=host, port=port, log_level="warning", access_log=False,
+        allowed = hosts + (() if host in WILDCARDS else (host,))
+        config = uvicorn.Config(build_app(store, role, allowed), host=host, port=port, log_level="warning", access_log=False,
                                 lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

@@ -4,23 +4,28 @@ SchemaRegistryClient, AvroSerializer and AvroDeserializer use. Starlette routes,
 Runs in the registry process. Handlers are thin: parse the request, call `rules` on the
 store's state (reads) or through `store.decide_and_write` (writes), and map a RegistryError
 to Confluent's `{"error_code", "message"}` body and status at this edge only. A registry that
-is not its deployment's primary refuses client writes (42205) naming the primary; records
-the schema distributor puts into its topic still arrive (they do not come through here).
+is not its deployment's primary refuses client writes (42205) naming the primary, and so
+does one whose deployment names no primary at all (read-only unless told otherwise);
+records the schema distributor puts into its topic still arrive (they do not come through
+here). Before any handler: the Host allow-list (421), the body's size (413), media type
+(415) and nesting depth (422) (treedist.registry.guard). Error messages never quote the
+request body.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from treedist.registry import errors, rules
+from treedist.registry import errors, guard, rules
 from treedist.registry.avro import incompatibilities, parse
 from treedist.registry.records import AVRO
 from treedist.registry.store import KafkaStore
@@ -30,7 +35,8 @@ CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 @dataclass(frozen=True)
 class Role:
-    """Whether this registry takes client writes. `refused` is the 42205 message when not."""
+    """Whether this registry takes client writes: only the primary's does (`primary` None:
+    the deployment names none, so none does). `refused` is the 42205 message when not."""
 
     cluster: str
     primary: str | None = None
@@ -38,8 +44,11 @@ class Role:
 
     @property
     def refused(self) -> str | None:
-        if self.primary is None or self.primary == self.cluster:
+        if self.primary == self.cluster:
             return None
+        if self.primary is None:
+            return (f"The registry of cluster '{self.cluster}' is read-only (mode READONLY): the deployment names "
+                    "no primary registry; set schemas.primary to the cluster whose registry takes registrations")
         at = f" at {self.primary_url}" if self.primary_url else ""
         return (
             f"The registry of cluster '{self.cluster}' is read-only (mode READONLY): schemas are "
@@ -51,14 +60,19 @@ def reply(body: object, status: int = 200) -> Response:
     return Response(json.dumps(body), status_code=status, media_type=CONTENT_TYPE)
 
 
-def build_app(store: KafkaStore, role: Role) -> Starlette:
+def build_app(store: KafkaStore, role: Role, hosts: Iterable[str] = ()) -> Starlette:
+    """The API; requests whose Host is not loopback or one of `hosts` are refused (421)."""
     refused = role.refused
 
     def endpoint(handler: Callable[[Request], object]) -> Callable:
         async def run(request: Request) -> Response:
             body = None
             if request.method in ("POST", "PUT"):
-                raw = await request.body()
+                raw = await _read_body(request)
+                if isinstance(raw, Response):
+                    return raw
+                if guard.nesting_depth(raw) > guard.MAX_DEPTH:
+                    return reply({"error_code": 42201, "message": f"the request body nests deeper than {guard.MAX_DEPTH} levels"}, 422)
                 try:
                     body = json.loads(raw) if raw else {}
                 except ValueError:
@@ -70,6 +84,8 @@ def build_app(store: KafkaStore, role: Role) -> Starlette:
                 return reply(await run_in_threadpool(handler, request))  # writes block on read-back
             except errors.RegistryError as err:
                 return reply(err.body(), err.status)
+            except RecursionError:  # the depth checks should make this unreachable; a 422, never a 500
+                return reply({"error_code": 42201, "message": "the schema nests too deeply"}, 422)
 
         return run
 
@@ -248,11 +264,33 @@ def build_app(store: KafkaStore, role: Role) -> Starlette:
         status = getattr(exc, "status_code", 404)
         return reply({"error_code": status, "message": f"HTTP {status} {getattr(exc, 'detail', 'Not Found')}"}, status)
 
-    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found},
+                     middleware=[Middleware(guard.HostGuard, hosts=guard.allowed_hosts(hosts))])
+
+
+async def _read_body(request: Request) -> bytes | Response:
+    """The POST/PUT body, or the 415/413 answer: a media type that is not JSON, or more than
+    guard.MAX_BODY_BYTES (by Content-Length, else counted as it streams in, never buffered past it)."""
+    if not guard.json_media_type(request.headers.get("content-type")):
+        return reply({"error_code": 415, "message": "Unsupported Media Type: send application/vnd.schemaregistry.v1+json "
+                                                    "or application/json"}, 415)
+    too_large = reply({"error_code": 413, "message": f"the request body is larger than {guard.MAX_BODY_BYTES} bytes"}, 413)
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > guard.MAX_BODY_BYTES):
+        return too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > guard.MAX_BODY_BYTES:
+            return too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _schema_of(body: dict) -> tuple[str, str]:
     text = body.get("schema")
     if not isinstance(text, str):
         raise errors.InvalidSchema("the request body needs a \"schema\" string")
+    if guard.nesting_depth(text) > guard.MAX_DEPTH:
+        raise errors.InvalidSchema(f"the schema nests deeper than {guard.MAX_DEPTH} levels")
     return text, body.get("schemaType") or AVRO

@@ -21,9 +21,11 @@ def schemas_topic() -> str:
 def start_registry(local_kafka):
     started: list[RegistryServer] = []
 
-    def start(cluster: str, topic: str, primary: str | None = None, primary_url: str | None = None) -> RegistryServer:
+    def start(cluster: str, topic: str, primary: str | None = None, primary_url: str | None = None,
+              hosts: tuple[str, ...] = ()) -> RegistryServer:
+        """`primary` None: this registry is its own primary (one that names none is read-only)."""
         store = KafkaStore(cluster, {"bootstrap.servers": local_kafka.bootstrap[cluster]}, topic)
-        server = RegistryServer(store, Role(cluster, primary, primary_url)).start()
+        server = RegistryServer(store, Role(cluster, primary or cluster, primary_url), hosts=hosts).start()
         started.append(server)
         return server
 
