@@ -69,7 +69,7 @@ def test_a_distributor_killed_during_its_first_offsets_write_restarts_and_delive
     _crash_during_first_offsets(tmp_path / "finished", Path(plan.checkpoint))
 
     total = produce_concurrently({"c1": bootstrap["c1"]}, unique_topic, 200, 2)
-    query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), "500 milliseconds")
+    query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), 0.5)
     try:
         counts = wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, total, timeout=180, check=lambda: _alive(query))
     finally:

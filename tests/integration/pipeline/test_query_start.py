@@ -50,7 +50,7 @@ def test_a_cluster_query_on_an_empty_topic_counts_as_planned_at_its_first_trigge
                                                    checkpoint_location=str(tmp_path / "checkpoints")))
     create_topic_everywhere(bootstrap, unique_topic, 2)
     plan = plan_cluster(deployment, "c1", spark.sparkContext.defaultParallelism)
-    query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), "200 milliseconds")
+    query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), 0.2)
     try:
         assert wait_for(lambda: first_read_planned(spark, query), 30, interval=0.05)
         assert query.isActive and query.exception() is None
@@ -69,7 +69,7 @@ def test_a_held_cluster_query_has_its_sources_up_and_copies_nothing_until_its_ho
     hold = tmp_path / "hold-c1"
     hold.touch()
     plan = replace(plan_cluster(deployment, "c1", spark.sparkContext.defaultParallelism), hold_file=str(hold))
-    query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), "200 milliseconds")
+    query = start_cluster_query(spark, plan, ClusterCounters(spark, plan), 0.2)
     target = OffsetReader({"bootstrap.servers": bootstrap["c2"]}, cluster="c2", timeout_s=10.0)
     try:
         assert wait_for(lambda: query.status["message"] != INITIALIZING_SOURCES, 60, interval=0.05)
