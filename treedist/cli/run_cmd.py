@@ -27,7 +27,7 @@ from treedist.local.demo import DemoWorkload
 from treedist.local.switch import GroupSwitch
 from treedist.local.deployment import write_local_deployment
 from treedist.pipeline.lifecycle import StopRequested, StopSignals
-from treedist.pipeline.preflight import check_clients
+from treedist.pipeline.preflight import check_clients, check_connections
 
 DEMO_TOPIC = "demo"
 
@@ -110,6 +110,7 @@ def _start_app(stack: ExitStack, deployment: Deployment, signals: StopSignals, o
     from treedist.pipeline.app import DistributionApp, background_jobs
 
     check_clients(deployment)  # one line naming cluster and key, before any Spark output
+    check_connections(deployment)  # one line naming cluster and cause (login, TLS, unreachable), ditto
     spark = _session(deployment)
     stack.callback(spark.stop)
     signals.reinstall()

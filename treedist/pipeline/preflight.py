@@ -1,9 +1,12 @@
 """Checks before any distributor starts, on the driver.
 
 `check_clients` (before Spark starts): every cluster's client settings, as the distributors
-will use them, are accepted by librdkafka. `preflight` (before the queries start): every
-cluster answers, and every distributed topic of a source exists on its target (under the
-target's name for it) with at least as many partitions (copies keep the partition number).
+will use them, are accepted by librdkafka. `check_connections` (before Spark starts, `treedist
+run -c`): every cluster answers with those settings; a refused login, a failed TLS handshake or
+an unreachable cluster is one line naming the cluster and the cause. `preflight` (before the
+queries start): every cluster answers, and every distributed topic of a source exists on its
+target (under the target's name for it) with at least as many partitions (copies keep the
+partition number).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pydantic import SecretStr
 
 from treedist.config import Deployment
 from treedist.kafka import TopicMissing, admin_client, partition_counts
+from treedist.kafka.reach import REACH_TIMEOUT_S, ClusterConnectFailed, check_reachable
 from treedist.kafka.settings_check import ClientSettingError, check_client_settings
 from treedist.pipeline.plan import consumer_settings, producer_settings
 from treedist.spark.errors import SparkOptionError
@@ -40,6 +44,26 @@ def check_clients(deployment: Deployment) -> None:
                 if secret:
                     message = message.replace(secret, "***")
             raise ClientSettingError(message) from None
+
+
+def check_connections(deployment: Deployment, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """Connect to every cluster at once (threads: an unreachable one costs `timeout_s` once, not
+    per cluster) with its own settings; raise ClusterConnectFailed naming every cluster that
+    fails and why, on one line, in the deployment's order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def attempt(name: str) -> ClusterConnectFailed | None:
+        try:
+            check_reachable(name, deployment.clusters[name].client_config(), timeout_s)
+        except ClusterConnectFailed as err:
+            return err
+        return None
+
+    names = list(deployment.clusters)
+    with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix="reach") as pool:
+        failures = [f for f in pool.map(attempt, names) if f is not None]
+    if failures:
+        raise ClusterConnectFailed("; ".join(str(f) for f in failures), failures[0].cause)
 
 
 def preflight(deployment: Deployment, attempts: int = 5, timeout: float = 5.0) -> dict[str, dict[str, int]]:
