@@ -141,7 +141,9 @@ def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict |
         if time.monotonic() > deadline:
             raise LocalClusterError(f"local cluster {broker.name!r} at {broker.bootstrap} did not listen in {timeout}s")
         time.sleep(0.1)
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 1000, **(client or {})})
+    # log_level 0: the readiness client must not print librdkafka lines (refused connections
+    # while the JVM starts, or after the broker stops while this client is still referenced).
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 1000, "log_level": 0, **(client or {})})
     last: Exception | None = None
     while time.monotonic() < deadline:
         if not pid_alive(broker.pid):
