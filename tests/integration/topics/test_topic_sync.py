@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import pytest
 import yaml
@@ -37,6 +38,17 @@ def _admin(local_kafka, cluster) -> TopicAdmin:
 
 def _state(local_kafka, cluster, topic):
     return _admin(local_kafka, cluster).describe(lambda name: name == topic).get(topic)
+
+
+def _delete_and_wait(local_kafka, cluster, topic, timeout=120.0):
+    """Delete `topic` on `cluster` and wait (bounded) until its metadata no longer lists it: Kafka
+    answers DeleteTopics once the controller decided, and its broker drops the topic a moment
+    later; a sync pass before that would still see the topic there."""
+    assert _admin(local_kafka, cluster).delete([topic]) == {}
+    deadline = time.monotonic() + timeout
+    while _state(local_kafka, cluster, topic) is not None:
+        assert time.monotonic() < deadline, f"cluster {cluster!r} still lists {topic!r} after deleting it"
+        time.sleep(0.2)
 
 
 def test_a_topic_on_c3_is_created_everywhere_then_partitions_and_configs_follow_c2(local_kafka, unique_topic, caplog):
@@ -124,7 +136,7 @@ def test_delete_only_when_enabled(local_kafka, unique_topic):
     for deployment, expect_on_c1 in ((keep, True), (delete, False)):
         sync = TopicSync(deployment)
         sync.run_once()  # on both clusters now
-        _admin(local_kafka, "c2").delete([unique_topic])
+        _delete_and_wait(local_kafka, "c2", unique_topic)
         sync.run_once()
         assert (_state(local_kafka, "c1", unique_topic) is not None) is expect_on_c1
         if expect_on_c1:  # created again on c2
