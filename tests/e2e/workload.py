@@ -56,6 +56,54 @@ def produce_concurrently(bootstrap: Mapping[str, str], topic: str, per_cluster: 
     return per_cluster * len(bootstrap)
 
 
+class ProducersAtRate:
+    """One producer thread per cluster writing `rate` records/s (the same records as
+    `produce_concurrently`) until `stop()`, through a cluster's stop and restart: a record
+    that cannot be delivered meanwhile waits in its producer (idempotent, acks=all, up to
+    librdkafka's 300 s delivery timeout). `stop()` flushes, fails on any delivery error and
+    returns how many records were acknowledged."""
+
+    def __init__(self, bootstrap: Mapping[str, str], topic: str, partitions: int, rate: float):
+        self.bootstrap, self.topic, self.partitions, self.rate = dict(bootstrap), topic, partitions, rate
+        self.acknowledged = {name: 0 for name in self.bootstrap}
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=item, daemon=True) for item in self.bootstrap.items()]
+
+    def start(self) -> "ProducersAtRate":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self) -> int:
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        assert not self.errors, self.errors[:5]
+        return sum(self.acknowledged.values())
+
+    def _run(self, name: str, servers: str) -> None:
+        producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+        base_ts_ms = int(time.time() * 1000) - 60_000  # recent: see produce_concurrently
+
+        def on_delivery(err, _msg):
+            if err is None:
+                self.acknowledged[name] += 1
+            else:
+                self.errors.append(f"{name}: {err}")
+
+        started, i = time.monotonic(), 0
+        while not self._stop.is_set():
+            while i < int((time.monotonic() - started) * self.rate):
+                producer.produce(self.topic, key=f"{name}-key-{i % 50}".encode(), value=f"{name}-paced-{i}".encode(),
+                                 partition=i % self.partitions, timestamp=base_ts_ms + i,
+                                 headers=[("app-header", f"{name}:{i}".encode())], on_delivery=on_delivery)
+                i += 1
+            producer.poll(0.05)
+        if producer.flush(300) != 0:
+            self.errors.append(f"{name}: records undelivered after 300 s")
+
+
 def wait_for_counts(bootstrap: Mapping[str, str], topic: str, expected: int, timeout: float, check=lambda: None) -> dict[str, int]:
     """Poll watermarks until every cluster holds `expected` records (or the timeout)."""
     readers = {n: OffsetReader({"bootstrap.servers": s}, cluster=n, timeout_s=10.0) for n, s in bootstrap.items()}
@@ -104,3 +152,21 @@ def wait_for_links(app, predicate, timeout: float, what: str) -> None:
         assert time.monotonic() < deadline, f"timed out waiting for {what}: {app.link_states()}"
         app.check()
         time.sleep(0.2)
+
+
+def duplicates_by_origin(deployment, topic: str) -> dict[str, dict[str, int]]:
+    """cluster -> origin cluster -> how many of that origin's records the cluster holds more
+    than once (verify with every example kept): which links replayed after a fault. A copy
+    reaches a cluster through one link per origin, so a count here names the link (or the
+    cluster that forwarded a duplicate it had received)."""
+    from collections import Counter
+
+    from treedist.verify.reader import DEFAULT_IDLE_TIMEOUT
+    from treedist.verify.report import build_report
+    from treedist.verify.topic import read_all
+
+    names = list(deployment.clusters)
+    naming = deployment.naming()
+    report = build_report(topic, read_all(deployment, topic, names, DEFAULT_IDLE_TIMEOUT), max_examples=10**9,
+                          physical={n: naming.physical(n, topic) for n in names})
+    return {c.cluster: dict(sorted(Counter(o.cluster for o in c.duplicated_examples).items())) for c in report.clusters}

@@ -24,6 +24,16 @@ _GONE = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaE
 # A cluster without topic IDs answers with the zero UUID (noida-db), or refuses the request.
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 _NO_TOPIC_IDS = (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE, KafkaError.INVALID_REQUEST)
+# A leader the client's cached metadata names wrongly (moved, or restarted with a new leader
+# epoch), as the broker answered. librdkafka's admin ListOffsets does not refresh its metadata
+# on these: after a Kafka broker's restart a long-lived AdminClient kept failing with
+# FENCED_LEADER_EPOCH until its periodic refresh (topic.metadata.refresh.interval.ms, 5 min);
+# a metadata request fixes it. Not on errors of a cluster that does not answer (_NOENT: no
+# leader known, during an outage): a refresh would only wait there.
+_STALE_LEADER = (KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.NOT_LEADER_FOR_PARTITION,
+                 KafkaError.LEADER_NOT_AVAILABLE)
+# The refresh is best effort and bounded: the broker answered a moment ago.
+_REFRESH_TIMEOUT_S = 5.0
 # Consumer-only settings an AdminClient would warn about.
 _CONSUMER_ONLY = {
     "group.id", "group.instance.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
@@ -96,9 +106,12 @@ class OffsetReader:
                 try:
                     offset = future.result().offset
                 except KafkaException as exc:
-                    if exc.args and getattr(exc.args[0], "code", lambda: None)() in _GONE:
+                    code = getattr(exc.args[0], "code", lambda: None)() if exc.args else None
+                    if code in _GONE:
                         log.warning("%s[%d] is gone from %s; not read", tp.topic, tp.partition, self.where)
                         continue
+                    if code in _STALE_LEADER:
+                        self._refresh_metadata()  # so that the retry asks the leader of now
                     raise
                 if offset < 0:
                     raise KafkaException(f"no {which} offset for {tp.topic}[{tp.partition}]")
@@ -107,6 +120,14 @@ class OffsetReader:
 
         return with_retries(call, what=f"reading {which} offsets of {len(wanted)} partitions on {self.where} failed",
                             error=ClusterUnreachable)
+
+    def _refresh_metadata(self) -> None:
+        """Fetch the cluster's metadata, which replaces the cached leaders and leader epochs
+        (best effort: a cluster that does not answer fails the retry anyway)."""
+        try:
+            self._admin.list_topics(timeout=min(self._timeout_s, _REFRESH_TIMEOUT_S))
+        except KafkaException:
+            pass
 
     def topic_ids(self, topics: Iterable[str]) -> TopicIds:
         """The topic ID (base64, as Kafka prints it) of each of `topics`, in one request, and
