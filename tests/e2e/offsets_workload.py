@@ -7,8 +7,10 @@ import time
 import uuid
 from typing import Iterable
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+
+_COORDINATOR_BUSY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
 
 
 def produce(servers: str, topic: str, values: Iterable[str], partition: int, base_ts_ms: int, step_ms: int = 1000) -> int:
@@ -93,8 +95,19 @@ def _read_to(consumer: Consumer, assignment: list[TopicPartition], ends: dict[in
 
 
 def commits(servers: str, group: str) -> dict[tuple[str, int], tuple[int, str]]:
-    """(topic, partition) -> (offset, metadata) of `group` on a cluster."""
+    """(topic, partition) -> (offset, metadata) of `group` on a cluster. The group is described
+    first, as treedist does (treedist/offsets/groups.py): librdkafka crashes the process when an
+    admin client's OffsetFetch meets a coordinator that is not ready (confluentinc/librdkafka#5040)."""
     admin = AdminClient({"bootstrap.servers": servers})
+    deadline = time.monotonic() + 60
+    while True:  # a coordinator still loading answers with an error: ask again (bounded)
+        try:
+            admin.describe_consumer_groups([group])[group].result(timeout=30)
+            break
+        except KafkaException as err:
+            if err.args[0].code() not in _COORDINATOR_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
     return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in result.topic_partitions if tp.offset >= 0}
 

@@ -81,6 +81,16 @@ class GroupClient:
             return {}
 
         def call() -> dict[str, list[Commit]]:
+            # The groups' coordinators must answer first: librdkafka (2.16, and master, issue
+            # confluentinc/librdkafka#5040) crashes the process with SIGSEGV when an admin
+            # client's OffsetFetch is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE
+            # (it re-queries the coordinator through a consumer group an admin client has
+            # not). Apache Kafka answers so while a coordinator is being loaded, e.g. on a
+            # fresh cluster. DescribeGroups is answered with such errors as the group's
+            # result; once it succeeds the coordinator is loaded (a move in between, within
+            # milliseconds, is the one case left).
+            for future in self._admin.describe_consumer_groups(groups, request_timeout=self._timeout_s).values():
+                future.result(timeout=self._timeout_s)
             futures = {g: self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
                                                                  request_timeout=self._timeout_s)[g] for g in groups}
             out: dict[str, list[Commit]] = {}
