@@ -64,7 +64,8 @@ def test_sigterm_stops_the_demo_cleanly_with_a_verification(tmp_path):
                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         first_commit = state / "checkpoints" / "messages" / "c4" / "commits" / "1"
-        deadline = time.monotonic() + 240
+        # Generous: 4 Kafka nodes took 146 s to answer at a load of 60 on the shared 2-core machine.
+        deadline = time.monotonic() + 600
         while not first_commit.exists():  # c4's query (started last) has committed two batches
             assert proc.poll() is None, Path(out.name).read_text()[-3000:]
             assert time.monotonic() < deadline, "the distributors did not start"
