@@ -1,6 +1,7 @@
 """`treedist audit` (and `plan partitions --from-deployment`) against real local brokers.
 
-A local cluster is one noida-db broker, so every topic has replication factor 1: "safe"
+A local cluster is one broker (a single KRaft node, or noida-db), so every topic has
+replication factor 1: "safe"
 here means safe for --failures 0 (min.insync.replicas <= RF, unclean leader election off);
 deliberately unsafe topics turn unclean leader election on (at creation or later with
 incremental_alter_configs) or ask for more in-sync replicas than there are replicas.
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from typer.testing import CliRunner
 
@@ -29,6 +30,8 @@ from treedist.local.deployment import write_local_deployment
 from treedist.sizing.partitions import min_partitions_for_consumers
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
+COORDINATOR_BUSY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
+COMMIT_ATTEMPTS = 60
 TREEDIST = Path(sys.executable).parent / "treedist"
 
 
@@ -37,6 +40,29 @@ def create_topics(bootstrap: str, topics: dict[str, dict[str, str]]) -> None:
     futures = admin.create_topics([NewTopic(t, 2, 1, config=cfg) for t, cfg in topics.items()], operation_timeout=10)
     for future in futures.values():
         future.result(timeout=15)
+    # Kafka answers CreateTopics once its controller decided; its broker lists the topics a
+    # moment later, and a commit or an audit before that would not find them (bounded wait).
+    deadline = time.monotonic() + 120
+    while not set(topics) <= set(admin.list_topics(timeout=30).topics):
+        assert time.monotonic() < deadline, f"{bootstrap} does not list the topics created: {sorted(topics)}"
+        time.sleep(0.2)
+
+
+def ensure_consumer_offsets(bootstrap: str, topic: str) -> None:
+    """Commit a group's offset on `topic`: Kafka creates `__consumer_offsets` on a group's first
+    use (noida-db has it, empty, from the start), and the audit of internal topics needs it."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-audit", "enable.auto.commit": False})
+    try:
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):  # the coordinator answers busy while it loads the topic
+            try:
+                consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+                return
+            except KafkaException as err:
+                if err.args[0].code() not in COORDINATOR_BUSY or attempt == COMMIT_ATTEMPTS:
+                    raise
+                time.sleep(0.5)
+    finally:
+        consumer.close()
 
 
 def set_topic_config(bootstrap: str, topic: str, key: str, value: str) -> None:
@@ -77,6 +103,7 @@ def topics(local_kafka, unique_topic) -> dict[str, str]:
         names["misr"]: {"min.insync.replicas": "2"},
     })
     set_topic_config(bootstrap, names["altered"], "unclean.leader.election.enable", "true")
+    ensure_consumer_offsets(bootstrap, names["safe"])
     return names
 
 

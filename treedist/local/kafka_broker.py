@@ -96,8 +96,10 @@ def write_properties(path: Path, props: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
 
-def format_storage(data_dir: Path, props_file: Path, scram: list[str] | None = None, timeout: float = 120.0) -> None:
-    """Format the log dir once (kept data is never formatted again)."""
+def format_storage(data_dir: Path, props_file: Path, scram: list[str] | None = None, timeout: float = 600.0) -> None:
+    """Format the log dir once (kept data is never formatted again). `timeout` is generous: the
+    JVM run takes 1-2 s on an idle machine but over 120 s was seen on the shared 2-core test
+    machine (load average ~80)."""
     if (data_dir / "logs" / "meta.properties").exists():
         return
     cmd = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(),

@@ -3,9 +3,10 @@ made in treedist's format (what the offset committer writes) are told apart."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from treedist.client import group_positions
 from treedist.topology.offsets import CommitMetadata
@@ -13,12 +14,25 @@ from treedist.topology.offsets import CommitMetadata
 from tests.e2e.workload import create_topic_everywhere
 
 
+# A Kafka broker creates and loads `__consumer_offsets` on a group's first use: until then its
+# coordinator answers with one of these, and the commit is made again (bounded).
+COORDINATOR_BUSY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
+COMMIT_ATTEMPTS = 60
+
+
 def _commit(servers: str, group: str, topic: str, partition: int, offset: int, metadata: str | None) -> None:
     consumer = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
     try:
         tp = TopicPartition(topic, partition, offset, metadata=metadata) if metadata is not None else \
             TopicPartition(topic, partition, offset)
-        consumer.commit(offsets=[tp], asynchronous=False)
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                consumer.commit(offsets=[tp], asynchronous=False)
+                return
+            except KafkaException as err:
+                if err.args[0].code() not in COORDINATOR_BUSY or attempt == COMMIT_ATTEMPTS:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 
