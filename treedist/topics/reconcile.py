@@ -6,7 +6,10 @@ Rules, per logical topic `t` seen on at least one reachable cluster:
 
 1. Deletion (only with `delete=True`): if `t` was on cluster C after the previous pass and C
    now answers without it, `t` was deleted there: delete it on every cluster that still has
-   it. Without `delete`, a topic missing anywhere is created again.
+   it. The previous pass's state is kept until no cluster lists `t` any more: Kafka deletes
+   topics asynchronously, and a cluster that still lists it on the next pass is deleted
+   again, not taken for the birthplace of a new topic (which would create it everywhere).
+   Without `delete`, a topic missing anywhere is created again.
 2. Partitions: the largest count of any reachable cluster; clusters with fewer get partitions
    added. Counts never decrease.
 3. Configs (topic-level, dynamic only; the caller drops defaults), per key not excluded:
@@ -150,6 +153,7 @@ def plan_sync(observed: Observed, baseline: Baseline, rules: SyncRules) -> SyncP
         prev = baseline.get(topic)
         if rules.delete and prev is not None and any(c in prev.clusters and c not in present for c in order):
             actions.extend(DeleteTopic(c, topic) for c in present)  # rule 1
+            new_baseline[topic] = prev  # dropped by the loop below once no cluster lists it
             continue
         partitions = max(s.partitions for s in present.values())  # rule 2
         agreed = _agree_configs(topic, present, prev, rules, conflicts)  # rule 3
