@@ -229,15 +229,23 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
         prefix = _meter(ctx, handle)
         sampled = {ctx.boot[c]: {t: ctx.partitions for t in ts} for c, ts in targets.items()}
         producer = rate_producer(ctx.boot["c1"])
-        # Warm-up: until copies land on every target (the contender's start-up), then `warmup` s more.
+        # Warm-up: through the contender's start-up until it has caught up (every record produced
+        # before the last second's has landed on every target), then `warmup` s more. Records
+        # keep coming at the rate meanwhile, so the start-up backlog is drained first: latency
+        # is measured in the steady state, not while a contender is still catching up.
         landing = Landing(sampled, 1 << 62)
         landing.start()
         deadline = time.monotonic() + ctx.timeout
-        while len(landing.first_seen) < len(probe_targets) and time.monotonic() < deadline:
+        warm_sent = last_chunk = 0
+        while time.monotonic() < deadline:
             handle.check()
-            produce_at_rate(ctx.boot["c1"], topic, ctx.partitions, rate, 1.0, producer=producer)
-        if len(landing.first_seen) < len(probe_targets):
-            raise RuntimeError(f"{run_id}: no copies on every target after {ctx.timeout}s")
+            if len(landing.first_seen) == len(probe_targets) and landing.latest() >= (warm_sent - last_chunk) * len(probe_targets):
+                break
+            last_chunk = produce_at_rate(ctx.boot["c1"], topic, ctx.partitions, rate, 1.0, producer=producer)
+            warm_sent += last_chunk
+        else:
+            raise RuntimeError(f"{run_id}: not caught up on every target after {ctx.timeout}s")
+        caught_up_s = round(time.monotonic() - handle.launched, 2)
         produce_at_rate(ctx.boot["c1"], topic, ctx.partitions, rate, warmup, producer=producer)
         before = landing.latest()
         from_ms = int(time.time() * 1000) + 1
@@ -262,5 +270,6 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
             probe.kill()
             probe.wait(10)
     return {"contender": contender, "run_id": run_id, "rate": rate, "sent": sent, "settle": settled,
+            "caught_up_after_launch_s": caught_up_s,
             "latency_at_receipt": latency, "measured": _figures(ctx, prefix, TreeMeter.between(mark0, mark1), copies),
             "settings": settings}
