@@ -16,7 +16,7 @@ def test_demo_run_prints_a_clean_verification(tmp_path):
     treedist = Path(sys.executable).parent / "treedist"
     state = tmp_path / "demo"
     result = subprocess.run(
-        [str(treedist), "run", "--duration", "20", "--rate", "300", "--state-dir", str(state)],
+        [str(treedist), "run", "--duration", "20", "--rate", "300", "--drain-timeout", "600", "--state-dir", str(state)],
         # Generous, within pytest's 900 s: 4 Kafka nodes took 146 s to answer at a load of 60.
         capture_output=True, text=True, timeout=840, stdin=subprocess.DEVNULL,
     )

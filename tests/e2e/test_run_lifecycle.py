@@ -60,7 +60,7 @@ def _cmdline(pid: int) -> str:
 def test_sigterm_stops_the_demo_cleanly_with_a_verification(tmp_path):
     state = tmp_path / "demo"
     out = (tmp_path / "out.txt").open("w+")
-    proc = subprocess.Popen([TREEDIST, "run", "--rate", "300", "--state-dir", str(state)],
+    proc = subprocess.Popen([TREEDIST, "run", "--rate", "300", "--drain-timeout", "600", "--state-dir", str(state)],
                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         first_commit = state / "checkpoints" / "messages" / "c4" / "commits" / "1"
