@@ -155,7 +155,7 @@ def tasks_per_query(cores: int, queries: int) -> int:
     Why not every slot for every query: a batch's tasks all read the same source cluster and
     the batch ends with its slowest task, so a query with two tasks on two slots kept the
     other queries, and the copies they send it, waiting; with one task each, two queries run
-    at once. Measured with `local[2,4]` (docs/architecture.md, "Sharing the slots"): p99 of
+    at once. Measured with `local[2,4]` (docs/performance.md, "Sharing the slots"): p99 of
     one hop at 2,000 records/s 0.77 -> 0.42 s, two hops 0.94 -> 0.63 s; the whole tree within
     its spread. The cost: a query alone with a backlog (the others idle) uses only its share."""
     return max(1, cores // max(1, queries))
