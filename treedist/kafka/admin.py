@@ -94,3 +94,17 @@ def wait_for_topics(cluster: str, admin: AdminClient, topics: Mapping[str, int],
             raise TopicMissing(f"cluster {cluster!r}: topics not ready after {timeout}s: {sorted(short)}")
         time.sleep(0.1)
 
+
+
+def group_committed(admin: AdminClient, group: str, timeout: float = 10.0):
+    """The group's committed offsets (confluent-kafka's ConsumerGroupTopicPartitions), read
+    only after its coordinator answered a DescribeGroups: librdkafka (2.16 and master,
+    confluentinc/librdkafka#5040) crashes the process with SIGSEGV when an admin client's
+    OffsetFetch is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, which Apache Kafka
+    answers while it loads `__consumer_offsets` (a fresh cluster, a restart). Raises
+    KafkaException while the coordinator is not ready: callers retry (bounded) or report."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout)
+    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout)[group]
+    return future.result(timeout=timeout)

@@ -16,9 +16,10 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from treedist.kafka.admin import group_committed
 from treedist.kafka.offsets import _CONSUMER_ONLY
 from treedist.topology.offsets import MetadataKind, parse_commit_metadata
 from treedist.kafka.logs import client_logger
@@ -123,7 +124,11 @@ class GroupSwitch:
         deadline = time.monotonic() + self.translation_timeout_s
         started = time.monotonic()
         while time.monotonic() < deadline:
-            result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.group)])[self.group].result(timeout=10)
+            try:
+                result = group_committed(admin, self.group)
+            except KafkaException:  # the coordinator is loading: ask again until the bound
+                time.sleep(0.5)
+                continue
             made = {tp.partition: parse_commit_metadata(tp.metadata) for tp in result.topic_partitions if tp.topic == self.topic}
             if last_ts and all(p in made and made[p].kind is MetadataKind.TREEDIST
                                and made[p].metadata.origin_ts_ms >= ts - self.margin_ms for p, ts in last_ts.items()):
