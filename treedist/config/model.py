@@ -46,7 +46,7 @@ from treedist.topology import (
 )
 from treedist.topology.flags import MAX_LEVEL, MIN_LEVEL
 from treedist.topology.selection import TopicFilter
-from treedist.topics.reconcile import MM2_EXCLUDED_CONFIGS
+from treedist.topology.topic_configs import MM2_EXCLUDED_CONFIGS
 from treedist.topology.naming import (
     DEFAULT_FORMAT,
     Naming,

@@ -27,7 +27,7 @@ def client_logger() -> logging.Logger:
     global _worker_configured
     with _lock:
         if not _worker_configured and _in_spark_worker() and not logging.getLogger().handlers:
-            from treedist.ops.logs import FORMAT, CondenseFilter
+            from treedist.logfmt import FORMAT, CondenseFilter
 
             handler = logging.StreamHandler()
             handler.setFormatter(logging.Formatter(FORMAT))

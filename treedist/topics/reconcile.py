@@ -32,16 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence, Union
 
-# MirrorMaker 2's DefaultConfigPropertyFilter list: settings that are about one cluster's
-# brokers or clients, not about the data; copying them is wrong more often than right.
-MM2_EXCLUDED_CONFIGS: tuple[str, ...] = (
-    "follower.replication.throttled.replicas",
-    "leader.replication.throttled.replicas",
-    "message.timestamp.difference.max.ms",
-    "message.timestamp.type",
-    "unclean.leader.election.enable",
-    "min.insync.replicas",
-)
+from treedist.topology.topic_configs import MM2_EXCLUDED_CONFIGS  # kept importable from here
 
 
 @dataclass(frozen=True)
