@@ -8,7 +8,8 @@ the same tree rule; 3 copies per record for all three, checked after every run).
 Drain mode (default): per round and contender, a fresh topic with a backlog of `--records`
 records (100-byte values) on every producing cluster, idle brokers, then the contender is
 started and drains it. ONE landing sampler (target topics' high watermarks, 20 Hz) times
-every contender; the steady window opens `--skip` s after every target receives copies and
+every contender; the steady window opens `--skip` s after every target receives copies (and once
+`--steady-share` of the copies landed) and
 lasts `--window` s; CPU of the contender's processes (whole trees: JVM, Python workers) and of
 each broker apart, from /proc. Also start-up-included figures: from launch to all copies landed.
 Fixed-rate mode (`--rate R[,R...]`): records at R/s on c1; after the contender's start and a
@@ -52,6 +53,8 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=5, help="ABBA rounds (default 5)")
     p.add_argument("--window", type=float, default=10.0, help="steady (or measured) window, seconds (>= 10)")
     p.add_argument("--skip", type=float, default=2.0, help="seconds after every target receives copies before the window")
+    p.add_argument("--steady-share", type=float, default=0.1,
+                   help="the window opens only once this share of the copies landed (past each contender's start)")
     p.add_argument("--records", type=int, help="backlog per producing cluster (default: 6M single_link, 500k full_sync)")
     p.add_argument("--partitions", type=int, default=8)
     p.add_argument("--value-bytes", type=int, default=100)
@@ -200,7 +203,7 @@ def main(argv=None) -> int:
         for name, broker in clusters.brokers.items():
             meter.add(f"broker:{name}", broker.pid)
         ctx = Context(scenario, dict(clusters.bootstrap), meter, workdir, args.partitions, args.master, args.skip,
-                      args.window, args.timeout)
+                      args.window, args.timeout, args.steady_share)
         for mode in ([f"rate-{int(r)}" for r in rates] or ["drain"]):
             rounds = []
             for i in range(args.rounds):

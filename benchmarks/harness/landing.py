@@ -76,6 +76,13 @@ class Landing(threading.Thread):
     def latest(self) -> int:
         return self.samples[-1][1] if self.samples else 0
 
+    def when(self, landed: float) -> float | None:
+        """The first sample's time at which at least `landed` copies had landed."""
+        for t, n in self.samples:
+            if n >= landed:
+                return t
+        return None
+
     def at(self, when: float) -> tuple[float, int]:
         """The last sample taken at or before `when` (the first sample if none)."""
         best = self.samples[0]
