@@ -19,6 +19,8 @@ import time
 
 from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
+from benchmarks.harness.kafka import percentiles
+
 # Latency settings, not throughput: a fetch returns as soon as one record is there.
 SETTINGS = {"enable.auto.commit": False, "enable.partition.eof": False, "fetch.wait.max.ms": 100,
             "fetch.min.bytes": 1, "receive.message.max.bytes": 1_000_000_000}
@@ -46,17 +48,6 @@ class Receiver(threading.Thread):
 
     def in_window(self, lo: int, hi: int) -> list[float]:
         return [lat for ts, lat in list(self.samples) if lo <= ts < hi]
-
-
-def percentiles(values: list[float]) -> dict:
-    if not values:
-        return {"count": 0}
-    ordered = sorted(values)
-
-    def q(p: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 1)
-
-    return {"count": len(ordered), "p50_ms": q(0.50), "p90_ms": q(0.90), "p99_ms": q(0.99), "max_ms": round(ordered[-1], 1)}
 
 
 def main(targets: list[dict]) -> dict:

@@ -96,15 +96,26 @@ def wait_for_topics(cluster: str, admin: AdminClient, topics: Mapping[str, int],
 
 
 
-def group_committed(admin: AdminClient, group: str, timeout: float = 10.0):
-    """The group's committed offsets (confluent-kafka's ConsumerGroupTopicPartitions), read
-    only after its coordinator answered a DescribeGroups: librdkafka (2.16 and master,
-    confluentinc/librdkafka#5040) crashes the process with SIGSEGV when an admin client's
-    OffsetFetch is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, which Apache Kafka
-    answers while it loads `__consumer_offsets` (a fresh cluster, a restart). Raises
-    KafkaException while the coordinator is not ready: callers retry (bounded) or report."""
+def groups_committed(admin: AdminClient, groups: list[str], timeout: float = 10.0) -> dict:
+    """group -> its committed offsets (confluent-kafka's ConsumerGroupTopicPartitions), one
+    request per group, sent at once; read only after every group's coordinator answered a
+    DescribeGroups: librdkafka (2.16 and master, confluentinc/librdkafka#5040) crashes the
+    process with SIGSEGV when an admin client's OffsetFetch is answered NOT_COORDINATOR or
+    COORDINATOR_NOT_AVAILABLE (it re-queries the coordinator through a consumer group an admin
+    client has not), which Apache Kafka answers while it loads `__consumer_offsets` (a fresh
+    cluster, a restart). DescribeGroups gets such errors as the group's result; once it
+    succeeds the coordinator is loaded (a move in between, within milliseconds, is the one
+    case left). Raises KafkaException while a coordinator is not ready: callers retry
+    (bounded) or report."""
     from confluent_kafka import ConsumerGroupTopicPartitions
 
-    admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout)
-    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout)[group]
-    return future.result(timeout=timeout)
+    for future in admin.describe_consumer_groups(groups, request_timeout=timeout).values():
+        future.result(timeout=timeout)
+    futures = {g: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=timeout)[g]
+               for g in groups}
+    return {g: f.result(timeout=timeout) for g, f in futures.items()}
+
+
+def group_committed(admin: AdminClient, group: str, timeout: float = 10.0):
+    """`groups_committed` of one group."""
+    return groups_committed(admin, [group], timeout)[group]

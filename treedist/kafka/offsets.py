@@ -52,6 +52,11 @@ class TopicPartitionKey(NamedTuple):
         return f"{self.topic}[{self.partition}]"
 
 
+def _code(exc: KafkaException):
+    """The KafkaError code an exception carries (None for one without)."""
+    return getattr(exc.args[0], "code", lambda: None)() if exc.args else None
+
+
 class TopicIds(NamedTuple):
     """What `OffsetReader.topic_ids` found: topic -> ID (clusters with IDs), and the topics
     the cluster said do not exist."""
@@ -106,7 +111,7 @@ class OffsetReader:
                 try:
                     offset = future.result().offset
                 except KafkaException as exc:
-                    code = getattr(exc.args[0], "code", lambda: None)() if exc.args else None
+                    code = _code(exc)
                     if code in _GONE:
                         log.warning("%s[%d] is gone from %s; not read", tp.topic, tp.partition, self.where)
                         continue
@@ -146,7 +151,7 @@ class OffsetReader:
                 try:
                     topic_id = str(future.result().topic_id)
                 except KafkaException as exc:
-                    code = getattr(exc.args[0], "code", lambda: None)() if exc.args else None
+                    code = _code(exc)
                     if code in _GONE:
                         gone.add(name)
                         continue

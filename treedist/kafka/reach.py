@@ -27,11 +27,11 @@ from typing import Mapping
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from treedist.config.secrets import MASK, is_secret_key
 from treedist.kafka.errors import KafkaLayerError
 
 REACH_TIMEOUT_S = 15.0  # a JVM broker under load answers a TLS + SCRAM login within seconds
 _REQUEST_S = 2.0
-_SECRET_KEY = re.compile(r"(password|secret|token|credentials|\.key\.pem$)", re.I)
 # "sasl_ssl://127.0.0.1:9093/bootstrap: " before, " (after 3ms in state CONNECT)" after the reason
 _BROKER_PREFIX = re.compile(r"^(?:FAIL \[[^\]]*\] )?(?:\[thrd:[^\]]*\]: )?(?:\w+://)?[^\s]+/(?:bootstrap|\d+): ")
 _STATE_SUFFIX = re.compile(r"\s*\(after \d+ms in state \w+(?:, \d+ identical error\(s\) suppressed)?\)(?:\s*\(_\w+\))?$")
@@ -152,6 +152,6 @@ def _trim(reason: str) -> str:
 
 def _blank(message: str, settings: Mapping[str, object]) -> str:
     for key, value in settings.items():
-        if _SECRET_KEY.search(str(key)) and value is not None and len(str(value)) > 0:
-            message = message.replace(str(value), "***")
+        if is_secret_key(key) and value is not None and len(str(value)) > 0:
+            message = message.replace(str(value), MASK)
     return message

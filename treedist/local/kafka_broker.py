@@ -114,16 +114,13 @@ def format_storage(data_dir: Path, props_file: Path, scram: list[str] | None = N
 
 def start_kafka(data_dir: Path, log_file: Path, port: int, controller_port: int,
                 extra_props: dict[str, str] | None = None, listener_protocol: str = "PLAINTEXT",
-                scram: list[str] | None = None, jaas: Path | None = None) -> int:
+                scram: list[str] | None = None) -> int:
     """Steps 1-4 above; returns the broker's PID."""
     data_dir.mkdir(parents=True, exist_ok=True)
     props_file = data_dir / PROPERTIES
     write_properties(props_file, server_properties(data_dir, port, controller_port, extra_props, listener_protocol))
     format_storage(data_dir, props_file, scram)
-    cmd = [java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath()]
-    if jaas is not None:
-        cmd.append(f"-Djava.security.auth.login.config={jaas}")
-    cmd += [MAIN_CLASS, str(props_file)]
+    cmd = [java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath(), MAIN_CLASS, str(props_file)]
     with open(log_file, "ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=str(data_dir))

@@ -52,7 +52,7 @@ class LocalBroker:
     log_file: str
     engine: str = "noida"  # state files written before the Kafka engine hold noida-db brokers
     controller_port: int = 0  # kafka: the KRaft controller's listener
-    options: dict | None = None  # kafka: extra_props / listener_protocol / scram / jaas, kept for restarts
+    options: dict | None = None  # kafka: extra_props / listener_protocol / scram, kept for restarts
 
     @property
     def bootstrap(self) -> str:
@@ -86,8 +86,8 @@ def start_broker(name: str, base_dir: Path, port: int | None = None, engine: str
     """Start one broker process in its own session (so Ctrl-C of a parent does not hit it).
 
     `options` (kafka only): `extra_props` (broker settings), `listener_protocol`, `scram`
-    (StorageTool --add-scram entries) and `jaas` (a JAAS file), kept in the state file so that
-    a restart starts the same broker."""
+    (StorageTool --add-scram entries), kept in the state file so that a restart starts the
+    same broker."""
     engine = engine or default_engine()
     data_dir = base_dir / name
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -98,10 +98,8 @@ def start_broker(name: str, base_dir: Path, port: int | None = None, engine: str
 
         controller_port = controller_port or free_port()
         opts = dict(options or {})
-        jaas = opts.get("jaas")
         pid = start_kafka(data_dir, log_file, port, controller_port, extra_props=opts.get("extra_props"),
-                          listener_protocol=opts.get("listener_protocol", "PLAINTEXT"), scram=opts.get("scram"),
-                          jaas=Path(jaas) if jaas else None)
+                          listener_protocol=opts.get("listener_protocol", "PLAINTEXT"), scram=opts.get("scram"))
         return LocalBroker(name, port, pid, str(data_dir), str(log_file), "kafka", controller_port, opts or None)
     if engine != "noida":
         raise LocalClusterError(f"unknown engine {engine!r}: expected one of {list(ENGINES)}")
@@ -186,7 +184,7 @@ def _ready_or_restarted(broker: LocalBroker, base: Path, timeout: float | None, 
 def _port_was_taken(broker: LocalBroker) -> bool:
     try:
         tail = Path(broker.log_file).read_text(errors="replace")[-4000:]
-        return "already in use" in tail or "Address already in use" in tail
+        return "already in use" in tail  # noida-db's and the JVM's "Address already in use"
     except OSError:
         return False
 

@@ -22,6 +22,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from treedist.kafka.admin import groups_committed
 from treedist.kafka.errors import ClusterUnreachable
 from treedist.kafka.offsets import _CONSUMER_ONLY
 from treedist.kafka.retry import with_retries
@@ -81,24 +82,10 @@ class GroupClient:
             return {}
 
         def call() -> dict[str, list[Commit]]:
-            # The groups' coordinators must answer first: librdkafka (2.16, and master, issue
-            # confluentinc/librdkafka#5040) crashes the process with SIGSEGV when an admin
-            # client's OffsetFetch is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE
-            # (it re-queries the coordinator through a consumer group an admin client has
-            # not). Apache Kafka answers so while a coordinator is being loaded, e.g. on a
-            # fresh cluster. DescribeGroups is answered with such errors as the group's
-            # result; once it succeeds the coordinator is loaded (a move in between, within
-            # milliseconds, is the one case left).
-            for future in self._admin.describe_consumer_groups(groups, request_timeout=self._timeout_s).values():
-                future.result(timeout=self._timeout_s)
-            futures = {g: self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
-                                                                 request_timeout=self._timeout_s)[g] for g in groups}
-            out: dict[str, list[Commit]] = {}
-            for group, future in futures.items():
-                result = future.result(timeout=self._timeout_s)
-                out[group] = [Commit(tp.topic, tp.partition, tp.offset, tp.metadata or "")
-                              for tp in result.topic_partitions if tp.error is None and tp.offset >= 0]
-            return out
+            # groups_committed describes the groups first (librdkafka#5040: see its docstring)
+            return {group: [Commit(tp.topic, tp.partition, tp.offset, tp.metadata or "")
+                            for tp in result.topic_partitions if tp.error is None and tp.offset >= 0]
+                    for group, result in groups_committed(self._admin, groups, self._timeout_s).items()}
         return self._retry(call, f"reading committed offsets of {len(groups)} groups")
 
     def active(self, groups: Iterable[str]) -> dict[str, int]:
