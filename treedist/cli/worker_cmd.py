@@ -41,9 +41,10 @@ def worker(
     from treedist.control.view import ViewServer
     from treedist.control.worker import Worker, WorkerOptions
     from treedist.ops.logs import setup_logging
-    from treedist.pipeline.lifecycle import StopRequested, StopSignals
+    from treedist.pipeline.lifecycle import StopRequested, StopSignals, stop_with_parent
 
     setup_logging(log_level, log_file)
+    stop_with_parent()  # started by the demo or the tests: stop when they die (SIGKILL included)
     labels = {}
     for item in label:
         match = _LABEL.match(item)

@@ -2,7 +2,8 @@
 process that starts them).
 
 Each worker runs in its own session (a Ctrl-C in the terminal reaches only the process that
-started it, which then stops the workers in order), logs to its own files, and serves its own
+started it, which then stops the workers in order) and stops by itself when that process dies
+(`treedist.pipeline.lifecycle.stop_with_parent`, SIGKILL included), logs to its own files, and serves its own
 view on a free loopback port. Stopped by PID: SIGTERM to its process group (units settle and
 are handed over), SIGKILL after a grace period; `kill` is the crash (SIGKILL at once).
 """
@@ -22,6 +23,7 @@ from typing import Mapping
 
 from treedist.local.errors import LocalClusterError
 from treedist.local.launcher import free_port, pid_alive
+from treedist.pipeline.lifecycle import PARENT_ENV
 
 
 @dataclass
@@ -60,7 +62,8 @@ class LocalWorkers:
         output = folder / "output.txt"
         with output.open("ab") as out:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, env={**os.environ, **(env or {})})
+                                    start_new_session=True,
+                                    env={**os.environ, PARENT_ENV: str(os.getpid()), **(env or {})})
         worker = LocalWorker(name, proc.pid, port, folder / "worker.log", output, dict(labels or {}))
         self.workers[name], self._procs[name] = worker, proc
         return worker

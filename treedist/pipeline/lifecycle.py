@@ -82,3 +82,36 @@ class StopSignals:
         if self.received == signal.SIGINT:
             return 130
         return 0 if clean else 1
+
+
+# The environment variable through which a process that starts long-running children in
+# their own session (the demo's workers: treedist.local.workers) names itself.
+PARENT_ENV = "TREEDIST_STOP_WITH_PARENT"
+PARENT_POLL_S = 1.0
+
+
+def stop_with_parent(parent_pid: int | None = None, poll_s: float = PARENT_POLL_S) -> threading.Thread | None:
+    """Driver: SIGTERM this process once `parent_pid` (default: `$TREEDIST_STOP_WITH_PARENT`)
+    is no longer its parent, so it stops the clean way (`StopSignals`) when its parent died.
+
+    Why: a child started in its own session (so a Ctrl-C reaches only the parent, which then
+    stops the children in order) outlives a SIGKILL of its parent; a demo worker was found
+    still running 100 minutes after its `treedist run` was killed. The orphan is reparented
+    (to init or a subreaper), which `os.getppid()` shows. A daemon thread polls it every
+    `poll_s`; does nothing (returns None) when no parent is named.
+    """
+    if parent_pid is None:
+        value = os.environ.get(PARENT_ENV, "")
+        if not value.isdigit():
+            return None
+        parent_pid = int(value)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            threading.Event().wait(poll_s)
+        log.warning("parent process %d is gone: stopping", parent_pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="stop-with-parent", daemon=True)
+    thread.start()
+    return thread
