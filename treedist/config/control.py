@@ -30,20 +30,52 @@ class _Frozen(BaseModel):
 
 
 class RebalanceConfig(_Frozen):
-    threshold: float = Field(default=0.25, gt=0)  # coefficient of variation of worker loads
-    cooldown: Duration = 60.0
-    max_moves_per_hour: int = Field(default=12, ge=0)
+    threshold: float = Field(
+        default=0.25, gt=0,
+        description="Units move from the most to the least loaded worker once the coefficient of variation "
+                    "of the workers' loads (standard deviation / mean) passes this, while each move lowers it.",
+    )
+    cooldown: Duration = Field(default=60.0, description="No rebalance within this time of the last one.")
+    max_moves_per_hour: int = Field(
+        default=12, ge=0,
+        description="Most rebalancing moves in any hour (each move restarts the unit on another worker); 0: none.",
+    )
 
 
 class ControlConfig(_Frozen):
-    etcd: tuple[str, ...] = Field(min_length=1)
-    prefix: str = "/treedist"
-    lease_ttl: Duration = 10.0
-    report_interval: Duration = 2.0
-    resync_interval: Duration = 30.0
-    strategy: Literal["fair", "balanced"] = "fair"
-    rebalance: RebalanceConfig = RebalanceConfig()
-    affinity: StrictBool = True
+    etcd: tuple[str, ...] = Field(
+        min_length=1,
+        description="etcd's client URLs, e.g. `http://127.0.0.1:2379` (its v3 JSON gateway).",
+    )
+    prefix: str = Field(
+        default="/treedist",
+        description="Every etcd key of this deployment lives under it (starts with '/', does not end with "
+                    "one; [A-Za-z0-9/._-]).",
+    )
+    lease_ttl: Duration = Field(
+        default=10.0,
+        description="A worker that stops renewing its lease loses its units and leadership after this "
+                    "(at least 2 s: etcd's leases count whole seconds).",
+    )
+    report_interval: Duration = Field(
+        default=2.0,
+        description="How often each worker reports its load; below half of `lease_ttl`, or its reports "
+                    "look stale to the leader.",
+    )
+    resync_interval: Duration = Field(
+        default=30.0,
+        description="How often each worker re-reads every key under `prefix` (repairs missed watch events).",
+    )
+    strategy: Literal["fair", "balanced"] = Field(
+        default="fair",
+        description="How units are assigned: `fair` evens out the unit count per worker; `balanced` the "
+                    "measured load (records/s, bytes/s, CPU, memory).",
+    )
+    rebalance: RebalanceConfig = Field(default=RebalanceConfig(), description="When units move between running workers.")
+    affinity: StrictBool = Field(
+        default=True,
+        description="Units prefer workers whose labels match their source cluster's `labels`.",
+    )
 
     @field_validator("etcd")
     @classmethod

@@ -78,13 +78,34 @@ class ClusterConfig(Frozen):
     (treedist.topology.naming): `{topic}` exactly once, other placeholders filled from `vars`.
     """
 
-    bootstrap_servers: str = Field(min_length=1)
-    client: dict[str, ClientValue] = Field(default_factory=dict)
-    topic_format: StrictStr = DEFAULT_FORMAT
-    vars: dict[StrictStr, VarValue] = Field(default_factory=dict, validate_default=True)
-    # Control plane: units of this cluster prefer workers with the same labels (e.g. dc: eu1).
+    bootstrap_servers: str = Field(
+        min_length=1,
+        description="The cluster's brokers, `host:port[,host:port...]` (librdkafka's bootstrap.servers).",
+    )
+    client: dict[str, ClientValue] = Field(
+        default_factory=dict,
+        description="librdkafka settings for every client of this cluster (security, timeouts, ...), passed "
+                    "through untouched; values are strings, numbers or booleans. Credentials (keys with "
+                    "password, secret, token, ...) are never printed. `bootstrap.servers` goes in "
+                    "`bootstrap_servers`, not here.",
+    )
+    topic_format: StrictStr = Field(
+        default=DEFAULT_FORMAT,
+        description="How this cluster names the deployment's logical topics: a template with `{topic}` "
+                    "exactly once, other placeholders filled from `vars` (e.g. `{tenant}-{env}-{topic}`). "
+                    "The default keeps the logical name. A physical topic that does not fit is not distributed.",
+    )
+    vars: dict[StrictStr, VarValue] = Field(
+        default_factory=dict, validate_default=True,
+        description="Values of the placeholders of `topic_format` (and of this cluster's "
+                    "`schemas.subject_format`): each placeholder besides `{topic}` needs one.",
+    )
     labels: dict[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")],
-                 Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")]] = Field(default_factory=dict)
+                 Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")]] = Field(
+        default_factory=dict,
+        description="Control plane: units whose source is this cluster prefer workers with the same labels "
+                    "(e.g. `dc: eu1`; keys and values of [A-Za-z0-9._-]).",
+    )
 
     @field_validator("topic_format")
     @classmethod
@@ -147,12 +168,32 @@ class TopicSyncConfig(Frozen):
     not listed: the broker's default). Cluster names are checked by the Deployment.
     """
 
-    enabled: StrictBool = True
-    interval: Duration = 10.0
-    delete: StrictBool = False
-    authority: StrictStr | None = None
-    exclude_configs: tuple[StrictStr, ...] = ()
-    replication_factor: dict[StrictStr, Annotated[StrictInt, Field(ge=1, le=32767)]] = Field(default_factory=dict)
+    enabled: StrictBool = Field(
+        default=True,
+        description="Copy topic creation, partition increases and topic-level configs of the distributed "
+                    "topics between all clusters (a background job of the driver).",
+    )
+    interval: Duration = Field(default=10.0, description="Time between two sync passes.")
+    delete: StrictBool = Field(
+        default=False,
+        description="Propagate deletions: a topic that a cluster had after the previous pass and no longer "
+                    "has is deleted on every cluster. Off, it is created again there: a deletion everywhere "
+                    "cannot be undone, so it is asked for explicitly.",
+    )
+    authority: StrictStr | None = Field(
+        default=None,
+        description="The cluster whose value wins when two clusters change the same config key in one "
+                    "interval. Unset: the first cluster of the file.",
+    )
+    exclude_configs: tuple[StrictStr, ...] = Field(
+        default=(),
+        description="Topic config keys never copied, in addition to MirrorMaker 2's default exclude list.",
+    )
+    replication_factor: dict[StrictStr, Annotated[StrictInt, Field(ge=1, le=32767)]] = Field(
+        default_factory=dict,
+        description="Replication factor per cluster for the topics the sync creates; a cluster not listed "
+                    "gets its brokers' default.",
+    )
 
     def excluded_configs(self) -> frozenset[str]:
         """MM2's default exclude list plus the user's own keys."""
@@ -169,10 +210,22 @@ class TopicSelection(Frozen):
     Deployment.selects applies this rule to a cluster's physical topic names.
     """
 
-    names: tuple[str, ...] = ()
-    regex: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = (r"__.*", r"_schemas", r"\..*")
-    sync: TopicSyncConfig = TopicSyncConfig()
+    names: tuple[str, ...] = Field(
+        default=(),
+        description="Logical topic names, selected exactly (always: `exclude` does not apply to them).",
+    )
+    regex: tuple[str, ...] = Field(
+        default=(),
+        description="Full-match regexes over logical topic names; a match is selected unless it matches one "
+                    "of `exclude`. `names` or `regex` must select something.",
+    )
+    exclude: tuple[str, ...] = Field(
+        default=(r"__.*", r"_schemas", r"\..*"),
+        description="Full-match regexes that take topics out of the `regex` matches (never out of `names`). "
+                    "The default keeps internal topics (`__consumer_offsets`, `_schemas`, names starting "
+                    "with a dot) out; setting it replaces the default.",
+    )
+    sync: TopicSyncConfig = Field(default=TopicSyncConfig(), description="Topic metadata sync (docs/topics.md).")
 
     @field_validator("regex", "exclude")
     @classmethod
@@ -212,8 +265,14 @@ class TopicSelection(Frozen):
 
 
 class InnerNodeSpec(Frozen):
-    level: StrictInt = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
-    children: tuple["TreeSpec", ...]
+    level: StrictInt = Field(
+        ge=MIN_LEVEL, le=MAX_LEVEL,
+        description=f"This node's level ({MIN_LEVEL}..{MAX_LEVEL}), strictly above its children's: every "
+                    "cluster under it has a distributor at this level copying to the other child's subtree.",
+    )
+    children: tuple["TreeSpec", ...] = Field(
+        description="Exactly two children, each a cluster name (a leaf) or an inner node `{level, children}`.",
+    )
 
     @field_validator("children")
     @classmethod
@@ -237,21 +296,28 @@ InnerNodeSpec.model_rebuild()
 class TargetOverride(Frozen):
     """Send the (cluster, level) distributor's copies to another leaf of its sibling subtree."""
 
-    cluster: StrictStr
-    level: StrictInt = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
-    target: StrictStr
+    cluster: StrictStr = Field(description="The distributor's source cluster.")
+    level: StrictInt = Field(ge=MIN_LEVEL, le=MAX_LEVEL, description="The distributor's level.")
+    target: StrictStr = Field(
+        description="The leaf of the distributor's sibling subtree that receives its copies instead of the "
+                    "tree's default target.",
+    )
 
 
 class FailoverConfig(Frozen):
     """Switch a link away from a target leaf that has not answered for `after` seconds."""
 
-    after: Duration
+    after: Duration = Field(
+        description="How long a target leaf may go unanswered (the application probes every 2 s) before "
+                    "its links switch to another answering leaf of the same sibling subtree, from their "
+                    "checkpoints.",
+    )
 
 
 class FailbackConfig(Frozen):
     """Switch back once the original target has answered again for `after` seconds."""
 
-    after: Duration
+    after: Duration = Field(description="How long the original target must answer again before links switch back to it.")
 
 
 def _failback(value: object) -> object:
@@ -273,9 +339,20 @@ class TargetsConfig(Frozen):
     original target answering again.
     """
 
-    overrides: tuple[TargetOverride, ...] = ()
-    failover: FailoverConfig | None = None
-    failback: Annotated[FailbackConfig | None, BeforeValidator(_failback)] = None  # None: manual
+    overrides: tuple[TargetOverride, ...] = Field(
+        default=(),
+        description="Per-distributor target overrides (what `targets` as a list holds); at most one per "
+                    "(cluster, level).",
+    )
+    failover: FailoverConfig | None = Field(
+        default=None,
+        description="Automatic target failover within a sibling subtree. Unset: off, a link waits for its target.",
+    )
+    failback: Annotated[FailbackConfig | None, BeforeValidator(_failback)] = Field(  # None: manual
+        default=None,
+        description="When a failed-over link switches back: `manual` (the default: only a restart or a "
+                    "config change does) or `{after: <duration>}` of the original target answering again.",
+    )
 
 
 def _targets_form(value: object) -> str:
@@ -289,9 +366,18 @@ Targets = Annotated[
 
 
 class SparkConfig(Frozen):
-    master: str = "local[2,4]"
-    app_name: str = "treedist"
-    conf: dict[str, str] = Field(default_factory=dict)
+    master: str = Field(
+        default="local[2,4]",
+        description="Spark master URL: `local[N,F]` runs in this process with N cores and F attempts per "
+                    "task (so a task failed by a broker error is retried); `spark://host:7077` a standalone "
+                    "cluster (docs/operations.md).",
+    )
+    app_name: str = Field(default="treedist", description="The Spark application's name (Spark UI, logs).")
+    conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="Spark settings on top of treedist's lean defaults (e.g. `spark.cores.max`, "
+                    "`spark.executor.memory`); values are strings.",
+    )
 
 
 class RestartsConfig(Frozen):
@@ -300,35 +386,67 @@ class RestartsConfig(Frozen):
     more parks it as failed until the oldest failure leaves the window. Waiting for an
     unreachable cluster is not a failure (treedist.pipeline.supervision)."""
 
-    max_failures: int = Field(default=5, ge=1)
-    window: float = Field(default=600.0, gt=0)
-    backoff: float = Field(default=2.0, gt=0)
-    max_backoff: float = Field(default=60.0, gt=0)
+    max_failures: int = Field(
+        default=5, ge=1,
+        description="Failures within `window` that a link is restarted after; one more parks it as failed "
+                    "until its oldest failure leaves the window. Waiting for an unreachable cluster is not a failure.",
+    )
+    window: float = Field(default=600.0, gt=0, description="The window failures are counted in, in seconds.")
+    backoff: float = Field(default=2.0, gt=0, description="Seconds before the first restart; doubled after each failure.")
+    max_backoff: float = Field(default=60.0, gt=0, description="The longest wait before a restart, in seconds.")
 
 
 class DistributorConfig(Frozen):
-    # Per cluster query and micro-batch. Each batch boundary costs a fetch of every partition's
-    # tail from the window's start again on brokers that ignore fetch size limits (noida-db),
-    # and the wait for a batch's slowest task: a 1,000,000-record single link went at 135,000
-    # rec/s in batches of 200,000 (the default until 2026-11-25) and 282,000 in one batch.
-    # At low rates batches stay small whatever the limit.
-    max_records_per_trigger: int = Field(default=1_000_000, gt=0)
-    # How often a query looks for new records when the last batch found none (under load
-    # batches run back to back). Any duration form; 0 = as fast as Spark can.
-    trigger_interval: DurationOrZero = 0.1
-    malformed_flags: MalformedFlagsPolicy = MalformedFlagsPolicy.COPY
-    max_record_bytes: int = Field(default=1_000_000, gt=0)
-    delivery_timeout_ms: int = Field(default=120_000, gt=0)
-    topic_refresh_seconds: float = Field(default=10.0, gt=0)
-    restarts: RestartsConfig = RestartsConfig()
-    # A link whose source or target has not answered the application's probes (every 2 s) for
-    # this long is stopped and waits for it; nothing is counted as a failure.
-    unreachable_after: Duration = 10.0
-    # How the copies move: "fused", the only mode since read-once: a cluster's query
-    # reads each record once in its executors, applies every level's rule and produces the
-    # copies itself, verifying every delivery before the batch commits; records never cross
-    # into the JVM. The key stays so that deployment files that name the mode keep loading.
-    mode: Literal["fused"] = "fused"
+    # Why so large: each batch boundary costs a fetch of every partition's tail from the
+    # window's start again on brokers that ignore fetch size limits (noida-db), and the wait for
+    # a batch's slowest task: a 1,000,000-record single link went at 135,000 rec/s in batches of
+    # 200,000 (the default until 2026-11-25) and 282,000 in one batch.
+    max_records_per_trigger: int = Field(
+        default=1_000_000, gt=0,
+        description="Most records one cluster's query reads in one micro-batch, shared fairly over its "
+                    "partitions. Large because every batch boundary costs a re-fetch and a wait for the "
+                    "slowest task; at low rates batches stay small whatever the limit.",
+    )
+    trigger_interval: DurationOrZero = Field(
+        default=0.1,
+        description="How often a query looks for new records when its last batch found none (under load "
+                    "batches run back to back); 0: as fast as Spark can.",
+    )
+    malformed_flags: MalformedFlagsPolicy = Field(
+        default=MalformedFlagsPolicy.COPY,
+        description="A copy-flag header that does not parse: `copy` treats it as 0, so the record goes to "
+                    "every level and nothing is lost (a copy may arrive twice, which verify reports); `skip` "
+                    "copies nothing of the record; `fail` stops the query naming topic, partition and offset.",
+    )
+    max_record_bytes: int = Field(
+        default=1_000_000, gt=0,
+        description="A record whose key and value exceed this many bytes fails its batch, naming the "
+                    "record. Keep it at or below the targets' `message.max.bytes` (Kafka's default: 1,048,588).",
+    )
+    delivery_timeout_ms: int = Field(
+        default=120_000, gt=0,
+        description="librdkafka's `delivery.timeout.ms` for the distributors' producers, in milliseconds (it "
+                    "overrides the cluster's `client` setting): how long a copy may wait for its target's "
+                    "acknowledgement before the batch fails.",
+    )
+    topic_refresh_seconds: float = Field(
+        default=10.0, gt=0,
+        description="How often, in seconds at most, a query lists its source's topics and partitions again "
+                    "(new topics and partitions are read from their start).",
+    )
+    restarts: RestartsConfig = Field(default=RestartsConfig(), description="Each link's restart budget.")
+    unreachable_after: Duration = Field(
+        default=10.0,
+        description="A link whose source or target has not answered the application's probes (every 2 s) "
+                    "for this long is stopped and waits for it; nothing is counted as a failure.",
+    )
+    mode: Literal["fused"] = Field(
+        default="fused",
+        description="How the copies move; `fused` is the only mode: a cluster's query reads each record "
+                    "once in its executors, applies every level's rule and produces the copies itself, "
+                    "verifying every delivery before the batch commits. The key stays so that files that "
+                    "name it keep loading.",
+    )
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -351,13 +469,28 @@ class SchemasConfig(Frozen):
     registries' storage topic (Confluent's `kafkastore.topic`).
     """
 
-    primary: StrictStr
-    registries: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    subject_format: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    topic: StrictStr = "_schemas"
-    # Host names `treedist registry serve` answers besides loopback and the host of its own
-    # URL in `registries` (a name behind a proxy or load balancer); others get 421.
-    allowed_hosts: tuple[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._:\[\]-]+$")], ...] = ()
+    primary: StrictStr = Field(
+        description="The cluster whose registry takes registrations; its `_schemas` topic is copied to "
+                    "every other cluster's.",
+    )
+    registries: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict,
+        description="Registry URL (http or https) per cluster, for clients and `treedist schemas diff`.",
+    )
+    subject_format: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict,
+        description="A cluster's subject naming where it differs from its `topic_format` (same placeholders, "
+                    "values from the cluster's `vars`).",
+    )
+    topic: StrictStr = Field(
+        default="_schemas",
+        description="The registries' storage topic (Confluent's `kafkastore.topic`).",
+    )
+    allowed_hosts: tuple[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._:\[\]-]+$")], ...] = Field(
+        default=(),
+        description="Host names `treedist registry serve` answers besides loopback and the host of its own "
+                    "URL in `registries` (a name behind a proxy or load balancer); other hosts get 421.",
+    )
 
     @field_validator("registries")
     @classmethod
@@ -376,18 +509,47 @@ class SchemasConfig(Frozen):
 
 
 class Deployment(Frozen):
-    clusters: dict[str, ClusterConfig] = Field(min_length=2)
-    tree: InnerNodeSpec
-    topics: TopicSelection
-    copy_flags_header: str = Field(default="treedist-copy-flags", min_length=1)
-    origin_header: str = Field(default="treedist-origin", min_length=1)
-    checkpoint_location: Path = Path(".treedist/checkpoints")
-    spark: SparkConfig = SparkConfig()
-    distributor: DistributorConfig = DistributorConfig()
-    targets: Targets = ()
-    offsets: OffsetsConfig = OffsetsConfig()
-    schemas: SchemasConfig | None = None
-    control: ControlConfig | None = None  # the control plane on etcd (treedist worker)
+    clusters: dict[str, ClusterConfig] = Field(
+        min_length=2,
+        description="The Kafka clusters by name (at least two; names of [A-Za-z0-9._-], up to 63 characters); "
+                    "every one is a leaf of `tree`.",
+    )
+    tree: InnerNodeSpec = Field(
+        description="The distribution tree: a binary tree whose leaves are the clusters and whose inner nodes "
+                    "have levels rising toward the root (docs/concepts.md).",
+    )
+    topics: TopicSelection = Field(description="Which logical topics are distributed, and topic metadata sync.")
+    copy_flags_header: str = Field(
+        default="treedist-copy-flags", min_length=1,
+        description="The record header that carries a copy's flags (the levels it has crossed); a record "
+                    "without it is an original (flags 0).",
+    )
+    origin_header: str = Field(
+        default="treedist-origin", min_length=1,
+        description="The record header a record's first copy gets: its origin cluster/topic/partition/offset.",
+    )
+    checkpoint_location: Path = Field(
+        default=Path(".treedist/checkpoints"),
+        description="Directory of the streaming checkpoints, one per source cluster (relative to the working "
+                    "directory); keep it across restarts, or links start over.",
+    )
+    spark: SparkConfig = Field(default=SparkConfig(), description="The Spark application that runs the distributors.")
+    distributor: DistributorConfig = Field(default=DistributorConfig(), description="How each source cluster's query reads and copies.")
+    targets: Targets = Field(
+        default=(),
+        description="Target overrides as a list of `{cluster, level, target}`, or a mapping "
+                    "`{overrides, failover, failback}` to add automatic target failover.",
+    )
+    offsets: OffsetsConfig = Field(default=OffsetsConfig(), description="Consumer-group offset distribution (docs/offsets.md).")
+    schemas: SchemasConfig | None = Field(
+        default=None,
+        description="Schema distribution (docs/schemas.md). Unset: schemas are not distributed.",
+    )
+    control: ControlConfig | None = Field(  # the control plane on etcd (treedist worker)
+        default=None,
+        description="The control plane on etcd (docs/control-plane.md): the deployment runs on `treedist "
+                    "worker`s instead of `treedist run`. Unset: no control plane.",
+    )
     acls: AclSyncConfig = Field(default_factory=AclSyncConfig, description="ACL sync of the distributed topics (docs/acls.md).")
 
     @property

@@ -40,8 +40,12 @@ class GroupSelection(_Frozen):
     """Which consumer groups are distributed: a group is selected iff it fully matches one of
     `include` and none of `exclude`; treedist's own groups (`treedist-*`) never are."""
 
-    include: tuple[str, ...] = (".*",)
-    exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = Field(
+        default=(".*",),
+        description="Full-match regexes: a group is distributed if it matches one (default: every group) "
+                    "and none of `exclude`; treedist's own groups (`treedist-*`) never are.",
+    )
+    exclude: tuple[str, ...] = Field(default=(), description="Full-match regexes of groups never distributed.")
 
     @field_validator("include", "exclude")
     @classmethod
@@ -60,11 +64,30 @@ class GroupSelection(_Frozen):
 
 
 class OffsetsConfig(_Frozen):
-    enabled: StrictBool = True
-    mode: Literal["timestamp", "exact"] = "timestamp"
-    margin: Duration = Field(default=60.0)
-    poll_interval: Duration = Field(default=5.0)
-    groups: GroupSelection = GroupSelection()
+    enabled: StrictBool = Field(
+        default=True,
+        description="Follow the groups' committed offsets on every cluster and commit the matching position "
+                    "on every other cluster (a driver-side job per source cluster).",
+    )
+    mode: Literal["timestamp", "exact"] = Field(
+        default="timestamp",
+        description="How a position is translated: `timestamp` by the last consumed record's timestamp "
+                    "minus `margin` (repeats the records within the margin); `exact` by the consumed "
+                    "records' origins (never skips an unconsumed record, no repeats when a partition's "
+                    "records have one origin; timestamp mode for an entry whose records are gone).",
+    )
+    margin: Duration = Field(
+        default=60.0,
+        description="Timestamp mode: subtracted once, at the origin, from the last consumed record's "
+                    "timestamp; it covers records that reach another cluster out of timestamp order, at the "
+                    "cost of re-reading the records within it. 0 allowed.",
+    )
+    poll_interval: Duration = Field(
+        default=5.0,
+        description="How often each cluster's committed offsets are read (a commit reaches the other "
+                    "clusters within about this); above 0.",
+    )
+    groups: GroupSelection = Field(default=GroupSelection(), description="Which consumer groups are distributed.")
 
     @field_validator("poll_interval")
     @classmethod
