@@ -258,7 +258,7 @@ class Worker:
             "runs": list(self.runner.history) if self.runner else [],
             "waiting": dict(self.runner.waiting) if self.runner else {},
             "config_revision": self.deployment_revision,
-            "targets": {lp.name: lp.target for run in (self.app.running.values() if self.app else []) for lp in run.plan.levels},
+            "targets": self.app.targets.links({run.plan.cluster for run in self.app.running.values()}) if self.app else {},
         }
 
     # -- stop -------------------------------------------------------------------------------

@@ -8,17 +8,20 @@ from treedist.offsets.committer import OffsetCommitter
 from treedist.offsets.errors import OffsetsError
 from treedist.offsets.groups import GroupClient
 from treedist.offsets.job import OffsetDistributionJob
+from treedist.topology.targets import TargetTable
 
 
-def offset_jobs(deployment: Deployment) -> list[OffsetDistributionJob]:
-    """One job per source cluster (all its levels), sharing one committer per target cluster.
-    Empty when `offsets.enabled` is false."""
+def offset_jobs(deployment: Deployment, targets: TargetTable | None = None) -> list[OffsetDistributionJob]:
+    """One job per source cluster (all its levels), sharing one committer per target cluster
+    and the target table `targets` (the application's; None: a table of the configured
+    targets, for use outside a running application). Empty when `offsets.enabled` is false."""
     if not deployment.offsets.enabled:
         return []
     naming = deployment.naming()
     committers = {name: OffsetCommitter(name, GroupClient(name, c.client_config()), naming, deployment.origin_header)
                   for name, c in deployment.clusters.items()}
-    return [OffsetDistributionJob(deployment, name, GroupClient(name, c.client_config()), committers)
+    targets = targets if targets is not None else TargetTable(deployment.topology())
+    return [OffsetDistributionJob(deployment, name, GroupClient(name, c.client_config()), committers, targets)
             for name, c in deployment.clusters.items()]
 
 

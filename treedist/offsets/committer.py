@@ -83,6 +83,17 @@ class OffsetCommitter:
                 log.warning("offset committer on %s: %s; %d entries stay pending, next attempt in %.0f s",
                             self.cluster, self.stats.last_error, len(self.pending), self._backoff_s)
 
+    def withdraw(self, source: str) -> int:
+        """Drop the pending entries `source` (a distributor's name) sent: its target moved
+        (failover or failback) and its job hands them to the new target instead; this
+        cluster gets the group's offsets through the tree, as it gets the records. Returns
+        how many were dropped."""
+        with self._lock:
+            gone = [key for key, entry in self.pending.items() if entry.source == source]
+            for key in gone:
+                del self.pending[key]
+            return len(gone)
+
     def _apply_pending(self) -> None:
         topics = self.client.topics()
         physical: dict[Key, tuple[str, int]] = {}

@@ -8,6 +8,12 @@ record path does); the logical distributor (cluster, level) stays the unit of co
 
 One pass (`run_once`, driver):
 
+0. Follow the target table (treedist.topology.targets, the one the record path reads): for a
+   distributor whose target moved since the last pass (failover, failback, live config
+   change), withdraw what it left pending at the old target's committer and hand the
+   entries it last sent for every group, topic and partition to the new target's. So a
+   group's commits go where its records go, and the group resumed there starts where it
+   stopped (not from the old target's last translated commit, nor from the start).
 1. List the cluster's consumer groups; keep those `offsets.groups` selects (treedist's own,
    `treedist-*`, never).
 2. Read their commits with metadata; keep the deployment's selected topics (Deployment.selects:
@@ -20,7 +26,7 @@ One pass (`run_once`, driver):
 5. For origin commits (flags 0, not treedist's), read the timestamp of the last consumed record
    (committed - 1; if it is gone, the first record after it) and subtract the margin.
 6. Forward rule per distributor of the cluster: `flags & mask == 0` -> an entry to the
-   distributor's target with `flags | bit`, handed to that cluster's committer (committer.py),
+   distributor's current target (the table's) with `flags | bit`, handed to that cluster's committer (committer.py),
    which commits it there. The commit the committer makes is seen by the target's own job on
    its next pass, which forwards it further down the tree where the flags allow.
 7. Remember what was handled. A pass that fails (the source cluster down) raises: the
@@ -39,6 +45,7 @@ from treedist.offsets.committer import OffsetCommitter
 from treedist.offsets.errors import OffsetsError
 from treedist.offsets.groups import Commit, GroupClient
 from treedist.topology.distributors import Distributor
+from treedist.topology.targets import TargetTable
 from treedist.topology.offsets import (
     Frontier,
     MetadataKind,
@@ -60,7 +67,7 @@ class OffsetDistributionJob:
     run_before_start = False
 
     def __init__(self, deployment: Deployment, cluster: str, client: GroupClient,
-                 committers: Mapping[str, OffsetCommitter]):
+                 committers: Mapping[str, OffsetCommitter], targets: TargetTable | None = None):
         self.deployment = deployment
         self.cluster = cluster
         self.name = f"offsets-{cluster}"
@@ -68,13 +75,24 @@ class OffsetDistributionJob:
         self.client = client
         self.committers = committers
         self.distributors: tuple[Distributor, ...] = deployment.topology().distributors[cluster]
+        # Where each distributor copies to now: the driver's table (DistributionApp.targets),
+        # or, outside a running application (CLI, benchmarks), the configured targets.
+        self.targets = targets if targets is not None else TargetTable(deployment.topology())
+        self.routes = {d.name: self.targets.current(d.cluster, d.level) for d in self.distributors}  # step 0
+        self.sent: dict[str, dict[Key, OffsetEntry]] = {d.name: {} for d in self.distributors}  # last entry per key
         self.seen: dict[Key, Commit] = {}
         self.frontiers: dict[Key, tuple[int, Frontier]] = {}  # exact mode: (scanned up to, frontier)
         self.fallbacks = 0
         self.counters: dict[str, Counter] = {d.name: Counter() for d in self.distributors}
         self.malformed = 0
 
+    def use_targets(self, targets: TargetTable) -> None:
+        """Read `targets` from now on (the application's table); entries already sent follow
+        on the next pass if it routes a distributor elsewhere."""
+        self.targets = targets
+
     def run_once(self) -> None:
+        self._follow_targets()  # step 0
         config = self.deployment.offsets
         groups = [g for g in self.client.groups() if config.groups.selects(g)]  # step 1
         changed: list[tuple[str, Commit, str, bool]] = []  # (group, commit, logical topic, rewound)
@@ -122,8 +140,9 @@ class OffsetDistributionJob:
             ts = origin_timestamp(meta, last_ts, self.deployment.offsets.margin_ms)
             frontier = self._frontier(group, commit, meta) if self.deployment.offsets.mode == "exact" else None
             for dist, flags in forwards(meta.flags, self.distributors):  # step 6
-                outgoing.setdefault(dist.target, []).append(
-                    OffsetEntry(group, logical, commit.partition, ts, flags, rewound, dist.name, dist.level, frontier))
+                entry = OffsetEntry(group, logical, commit.partition, ts, flags, rewound, dist.name, dist.level, frontier)
+                outgoing.setdefault(self.routes[dist.name], []).append(entry)
+                self.sent[dist.name][key] = entry
                 self.counters[dist.name]["entries"] += 1
             self.seen[key] = commit  # step 7
         failed = []
@@ -183,10 +202,33 @@ class OffsetDistributionJob:
         self.frontiers[key] = (commit.offset, frontier)
         return frontier
 
-    def _retry_pending(self, skip: set[str] = frozenset()) -> None:
+    def _follow_targets(self) -> None:
+        """Step 0: hand the entries of each distributor that moved since the last pass (its
+        last entry per group, topic and partition) to its new target's committer. That
+        committer keeps them pending before it can fail (then the next pass retries them),
+        so a move is followed once, whatever the clusters do."""
         for dist in self.distributors:
-            committer = self.committers[dist.target]
-            if dist.target not in skip and committer.pending:
+            now, before = self.targets.current(dist.cluster, dist.level), self.routes[dist.name]
+            if now == before:
+                continue
+            # Withdrawn first: the old target, back later, must not take these entries over
+            # the ones its own tree neighbours send it then.
+            dropped = self.committers[before].withdraw(dist.name)
+            entries = list(self.sent[dist.name].values())
+            self.routes[dist.name] = now
+            log.info("offsets %s: %s now copies to %s (was %s): %d entries handed to %s, %d pending at %s withdrawn",
+                     self.cluster, dist.name, now, before, len(entries), now, dropped, before)
+            if entries:
+                try:
+                    self.committers[now].apply(entries)
+                except Exception as err:  # they stay pending there: the committer's next apply retries them
+                    log.warning("offsets %s: committing %s's entries on %s failed (%s); they stay pending",
+                                self.cluster, dist.name, now, str(err).splitlines()[0] if str(err) else type(err).__name__)
+
+    def _retry_pending(self, skip: set[str] = frozenset()) -> None:
+        for target in sorted({self.routes[d.name] for d in self.distributors} - set(skip)):
+            committer = self.committers[target]
+            if committer.pending:
                 committer.apply()
 
     def close(self) -> None:

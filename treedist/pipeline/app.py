@@ -50,6 +50,7 @@ from treedist.pipeline.preflight import preflight
 from treedist.pipeline.query import INITIALIZING_SOURCES, first_read_planned, start_cluster_query
 from treedist.pipeline.supervision import LinkState, RestartPolicy, Supervision, error_summary
 from treedist.topology.failover import choose_target
+from treedist.topology.targets import TargetTable
 from treedist.pipeline.schemas import SchemaDistributor
 
 log = logging.getLogger(__name__)
@@ -62,19 +63,34 @@ FIRST_READ_WAIT_S = 4.0
 
 @dataclass
 class RunningQuery:
-    """One source cluster's query, the counters of its distributors and its supervision."""
+    """One source cluster's query, the counters of its distributors and its supervision.
+
+    Its targets are not its own: `targets` is the application's table (the plan's
+    `LevelPlan.target` is only the configured one, the table's starting point)."""
 
     plan: ClusterPlan
     counters: ClusterCounters
     query: StreamingQuery
     supervision: Supervision = field(default_factory=Supervision)
     rate_mark: tuple[float, int] = (0.0, 0)  # (monotonic time, records read) at the last progress()
-    switches: list[dict] = field(default_factory=list)  # target failovers and failbacks, oldest first
+    targets: TargetTable | None = None
+
+    @property
+    def current(self) -> dict[int, str]:
+        """Level -> the target each of its distributors copies to now."""
+        if self.targets is None:
+            return {lp.level: lp.target for lp in self.plan.levels}
+        return self.targets.of(self.plan.cluster)
+
+    @property
+    def switches(self) -> list[dict]:
+        """Its distributors' target failovers and failbacks, oldest first."""
+        return self.targets.switches(self.plan.cluster) if self.targets is not None else []
 
     @property
     def clusters(self) -> set[str]:
-        """The clusters this link reads from or writes to."""
-        return {self.plan.cluster, *(lp.target for lp in self.plan.levels)}
+        """The clusters this link reads from or writes to (now)."""
+        return {self.plan.cluster, *self.current.values()}
 
     @property
     def restarts(self) -> int:
@@ -93,15 +109,20 @@ class DistributionApp:
         live_dir: Path | None = None,
     ):
         self.deployment = deployment
-        self.live_dir = Path(live_dir) if live_dir is not None else None  # worker mode: live target files
+        # THE target table: where every distributor copies to now (failover and live config
+        # changes write it; planning, offsets, supervision, status and metrics read it).
+        self.targets = TargetTable(deployment.topology())
+        # Where the table is written for the queries' planners (one file per source
+        # cluster, read before every batch): the worker's state dir, or a temporary one.
+        self.live_dir = Path(live_dir) if live_dir is not None else None
+        self._own_live_dir = live_dir is None
         self.spark = spark
         self.policy = policy or _policy(deployment)
         self.running: dict[str, RunningQuery] = {}  # by query name
         self.schemas: SchemaDistributor | None = None  # with a `schemas` section: the primary's schema query
-        self.scheduler = Scheduler(background_jobs(deployment) if jobs is None else jobs)
+        self.scheduler = Scheduler(background_jobs(deployment, self.targets) if jobs is None else jobs)
+        self._read_targets_from_table(self.scheduler.jobs)
         self.health = ClusterHealth({n: c.client_config() for n, c in deployment.clusters.items()})
-        # The deployment's own target per distributor: what failback returns to.
-        self._configured = {d.name: d.target for d in deployment.topology().all_distributors()}
         self._offset_jobs: dict[str, Job] | None = None  # worker mode: built on first need, committers shared
 
     def start(self, startup_timeout: float = 120.0) -> None:
@@ -127,7 +148,8 @@ class DistributionApp:
         try:
             holds = Path(tempfile.mkdtemp(prefix="treedist-hold-"))
             try:
-                held = [self._start_messages(plan, startup_timeout, holds / plan.cluster)
+                held = [self._start_messages(replace(plan, live_targets=self._live_file(plan.cluster)),
+                                             startup_timeout, holds / plan.cluster)
                         for plan in plan_all(self.deployment, cores=self.spark.sparkContext.defaultParallelism)]
                 for run in held:
                     (holds / run.plan.cluster).unlink(missing_ok=True)
@@ -150,7 +172,7 @@ class DistributionApp:
             hold.touch()
         started = plan if hold is None else replace(plan, hold_file=str(hold))
         # Kept without the hold file: restarts (`check()`) and config changes (`apply()`) use it.
-        run = RunningQuery(plan, counters, self._start(started, counters), Supervision(self.policy))
+        run = RunningQuery(plan, counters, self._start(started, counters), Supervision(self.policy), targets=self.targets)
         self.running[plan.query_name] = run
         if hold is None:
             self._await_first_read(run, startup_timeout)
@@ -223,15 +245,17 @@ class DistributionApp:
 
     def apply(self, deployment: Deployment) -> dict[str, str]:
         """Take a config change without restarting the application (driver). Per started unit:
-        - a messages unit whose plan changes only in its targets gets them through its live
-          targets file: the next micro-batch copies to the new targets ("targets");
+        - the target table takes the new configured targets (a failover in effect ends, as on
+          a restart); a messages unit whose targets changed gets them through its live
+          targets file: the next micro-batch copies to the new targets ("targets"), and the
+          offset jobs send the group commits there from their next pass;
         - any other unit whose inputs changed is stopped and started again from its
           checkpoint with the new deployment ("restarted");
         returns unit -> what happened, for the units that changed."""
         old, started = self.deployment, self.units()
         changed: dict[str, str] = {}
         self.deployment = deployment
-        self._configured = {d.name: d.target for d in deployment.topology().all_distributors()}
+        moved = self.targets.reconfigure(deployment.topology())
         jobs_changed = _without_targets(old) != _without_targets(deployment)
         if jobs_changed:
             self._offset_jobs = None
@@ -239,10 +263,9 @@ class DistributionApp:
             kind, _, cluster = unit.partition("/")
             if kind == "messages" and not jobs_changed:
                 run = self.running[f"{cluster}-messages"]
-                new = plan_cluster(deployment, cluster, run.plan.max_tasks, live_targets=run.plan.live_targets)
-                if new != run.plan:
-                    run.plan = new
-                    self._write_live_targets(new)
+                run.plan = plan_cluster(deployment, cluster, run.plan.max_tasks, live_targets=run.plan.live_targets)
+                if cluster in moved:
+                    self._write_live_targets(run.plan)
                     changed[unit] = "targets"
             elif jobs_changed:
                 self.stop_unit(unit)
@@ -257,25 +280,37 @@ class DistributionApp:
         from treedist.offsets import offset_jobs
 
         if self._offset_jobs is None or cluster not in self._offset_jobs:
-            self._offset_jobs = {job.cluster: job for job in offset_jobs(self.deployment)}
+            self._offset_jobs = {job.cluster: job for job in offset_jobs(self.deployment, self.targets)}
         return self._offset_jobs.pop(cluster)
 
-    def _live_file(self, cluster: str) -> str | None:
-        return str(self.live_dir / f"{cluster}-targets.json") if self.live_dir is not None else None
+    def _read_targets_from_table(self, jobs: Sequence[Job]) -> None:
+        """Offset jobs built by the caller (`treedist run` adds its own jobs) read this
+        application's target table, so group commits follow the records."""
+        from treedist.offsets.job import OffsetDistributionJob
+
+        for job in jobs:
+            if isinstance(job, OffsetDistributionJob):
+                job.use_targets(self.targets)
+
+    def _live_file(self, cluster: str) -> str:
+        if self.live_dir is None:  # standalone: a driver-local temporary directory, removed by stop()
+            self.live_dir = Path(tempfile.mkdtemp(prefix="treedist-targets-"))
+        return str(self.live_dir / f"{cluster}-targets.json")
 
     def _write_live_targets(self, plan: ClusterPlan) -> None:
-        """Write the plan's targets where its query's planner reads them before every batch
-        (atomically: the planner never sees half a file)."""
+        """Write the table's targets of `plan`'s cluster where its query's planner reads them
+        before every batch (atomically: the planner never sees half a file). The file is
+        derived from the table, never read back by the driver."""
         if plan.live_targets is None:
             return
         path = Path(plan.live_targets)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({str(lp.level): lp.target for lp in plan.levels}))
+        tmp.write_text(json.dumps({str(level): target for level, target in self.targets.of(plan.cluster).items()}))
         os.replace(tmp, path)
 
     def _start(self, plan: ClusterPlan, counters: ClusterCounters) -> StreamingQuery:
-        self._write_live_targets(plan)  # worker mode: a restart (or a failover) starts on the plan's targets
+        self._write_live_targets(plan)  # a restart (or a failover) starts on the table's targets
         return start_cluster_query(self.spark, plan, counters, self.deployment.distributor.trigger_interval)
 
     def _await_sources(self, run: RunningQuery, timeout: float) -> None:
@@ -397,10 +432,11 @@ class DistributionApp:
     def _fail_over(self) -> None:
         """Target failover (`targets.failover`): move each distributor whose target leaf has not
         answered for `after` seconds to another leaf of its sibling subtree that answers, and
-        back when `targets.failback` says so (treedist.topology.failover). A link with a switch
-        is restarted from its checkpoint with the new targets: the batch in flight to the
-        lost target was not committed, so it is copied again, to the new one (at most one batch
-        repeated, nothing lost)."""
+        back when `targets.failback` says so (treedist.topology.failover), in the target
+        table. A link with a switch is restarted from its checkpoint on the table's targets:
+        the batch in flight to the lost target was not committed, so it is copied again, to
+        the new one (at most one batch repeated, nothing lost). The offset jobs read the same
+        table: their next pass sends the group commits to the new target."""
         settings = self.deployment.target_failover
         if settings.failover is None:
             return
@@ -408,26 +444,24 @@ class DistributionApp:
         for name, run in self.running.items():
             if run.supervision.state is LinkState.STOPPED:
                 continue
-            levels, changed = [], []
+            changed = []
             for lp in run.plan.levels:
+                current = self.targets.current(run.plan.cluster, lp.level)
                 target = choose_target(
-                    source=run.plan.cluster, current=lp.target, configured=self._configured[lp.name],
+                    source=run.plan.cluster, current=current, configured=self.targets.configured(run.plan.cluster, lp.level),
                     subtree=lp.subtree, down_for=self.health.down_for, up_for=self.health.up_for,
                     after=settings.failover.after, failback_after=failback,
                 )
-                levels.append(replace(lp, target=target) if target != lp.target else lp)
-                if target != lp.target:
-                    changed.append((lp, target))
+                if target != current:
+                    changed.append(self.targets.switch(run.plan.cluster, lp.level, target, time.time()))
             if not changed:
                 continue
-            for lp, target in changed:
-                back = target == self._configured[lp.name]
-                log.warning("distributor %s: %s from %s to %s (%s)", lp.name, "failing back" if back else "failing over",
-                            lp.target, target, f"{lp.target} has not answered for {self.health.down_for(lp.target):.0f} s"
-                            if not back else f"{target} has answered for {self.health.up_for(target):.0f} s")
-                run.switches.append({"distributor": lp.name, "from": lp.target, "to": target,
-                                     "kind": "failback" if back else "failover", "at": time.time()})
-            run.plan = replace(run.plan, levels=tuple(levels))
+            for switch in changed:
+                back = switch.kind == "failback"
+                log.warning("distributor %s: %s from %s to %s (%s)", switch.distributor,
+                            "failing back" if back else "failing over", switch.source, switch.to,
+                            f"{switch.source} has not answered for {self.health.down_for(switch.source):.0f} s"
+                            if not back else f"{switch.to} has answered for {self.health.up_for(switch.to):.0f} s")
             if run.query.isActive:
                 try:
                     run.query.stop()  # the batch in flight to a lost target is not committed: replayed to the new one
@@ -453,7 +487,7 @@ class DistributionApp:
         plan = run.plan
         selected = sorted(t for t in topics[plan.cluster] if plan.selects(t))
         missing = set()
-        for target in sorted({lp.target for lp in plan.levels}):
+        for target in sorted(set(run.current.values())):
             for topic in selected:
                 name = plan.naming.translate(plan.cluster, topic, target)
                 if name is not None and name not in topics[target]:
@@ -470,7 +504,7 @@ class DistributionApp:
                 "failures_in_window": run.supervision.failures_in_window(now),
                 "restarts": run.supervision.restarts,
                 "last_error": run.supervision.last_error,
-                "targets": {lp.name: lp.target for lp in run.plan.levels},
+                "targets": {lp.name: run.current[lp.level] for lp in run.plan.levels},
                 "switches": list(run.switches),
             }
             for name, run in self.running.items()
@@ -492,11 +526,12 @@ class DistributionApp:
             then, read_then = run.rate_mark
             rate = (read_now - read_then) / (now - then) if then else 0.0
             run.rate_mark = (now, read_now)
+            current = run.current
             for lp in run.plan.levels:
                 rows.append(
                     {
                         "distributor": lp.name,
-                        "target": lp.target,
+                        "target": current[lp.level],
                         "active": run.query.isActive,
                         "state": run.supervision.state.value,
                         "waiting_on": list(run.supervision.waiting_on),
@@ -529,6 +564,9 @@ class DistributionApp:
                 self.schemas.stop()
             except Exception as err:  # as above: its checkpoint is safe, a re-delivery changes nothing
                 log.warning("stopping %s: %s", self.schemas.query_name, _first_line(err))
+        if self._own_live_dir and self.live_dir is not None:  # the queries stopped: nobody reads it
+            shutil.rmtree(self.live_dir, ignore_errors=True)
+            self.live_dir = None
 
 
     @staticmethod
@@ -549,12 +587,13 @@ def _without_targets(deployment: Deployment) -> dict:
     return deployment.model_dump(exclude={"targets"})  # python mode: secrets compare by value
 
 
-def background_jobs(deployment: Deployment) -> list[Job]:
-    """The deployment's driver-side jobs (topic sync, offsets, ...), each enabled by its config."""
+def background_jobs(deployment: Deployment, targets: TargetTable | None = None) -> list[Job]:
+    """The deployment's driver-side jobs (topic sync, offsets, ...), each enabled by its config;
+    the offset jobs read `targets` (a `DistributionApp` makes the jobs it is given read its own)."""
     from treedist.offsets import offset_jobs  # offsets.enabled decides; empty when disabled
 
     jobs: list[Job] = _metadata_sync_jobs(deployment)
-    jobs.extend(offset_jobs(deployment))
+    jobs.extend(offset_jobs(deployment, targets))
     return jobs
 
 
@@ -604,10 +643,11 @@ def status_rows(app: DistributionApp) -> list[dict]:
         active = run.query.isActive
         failed = not active and run.query.exception() is not None
         counts = run.counters.snapshot()
+        current = run.current
         for lp in run.plan.levels:
             c = counts[lp.name]
             rows.append({
-                "distributor": lp.name, "cluster": run.plan.cluster, "level": lp.level, "target": lp.target,
+                "distributor": lp.name, "cluster": run.plan.cluster, "level": lp.level, "target": current[lp.level],
                 "active": active, "failed": failed, "restarts": run.restarts, "batch_seconds": _batch_seconds(run.query),
                 "records_in": c["records_in"], "copied": c["copied"], "malformed": c["malformed"],
                 "skipped": c["records_in"] - c["copied"],  # not copied: the rule said no (or the malformed policy)
