@@ -3,7 +3,8 @@
 Runs on the machine that starts local clusters. Steps of a start:
 1. the cluster id is generated once and kept in `<data_dir>/cluster.id` (a restart re-uses it,
    as Kafka requires of a formatted log dir);
-2. `server.properties` is written into the data dir (loopback listeners on the given ports;
+2. `server.properties` is written into the data dir (listeners on the given ports of the bind
+   address, loopback unless told otherwise, which is also the address advertised;
    threads and heap sized so that 4-5 clusters and a Spark application share 2 cores);
 3. the log dir is formatted with `kafka.tools.StorageTool` only when it holds no
    `meta.properties` yet (SCRAM users, when given, are added at this step);
@@ -74,14 +75,16 @@ def cluster_id(data_dir: Path) -> str:
 
 
 def server_properties(data_dir: Path, port: int, controller_port: int, extra: dict[str, str] | None = None,
-                      listener_protocol: str = "PLAINTEXT") -> dict[str, str]:
-    """The node's settings; `extra` overrides (an authorizer, TLS and SASL settings, ...)."""
+                      listener_protocol: str = "PLAINTEXT", host: str = HOST) -> dict[str, str]:
+    """The node's settings; `extra` overrides (an authorizer, TLS and SASL settings, ...).
+    Both listeners bind `host` and the client listener advertises it: clients on other hosts
+    (network namespaces of the multi-host bed, treedist.local.netbed) reach the node there."""
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
-        "controller.quorum.voters": f"1@{HOST}:{controller_port}",
-        "listeners": f"EXTERNAL://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
-        "advertised.listeners": f"EXTERNAL://{HOST}:{port}",
+        "controller.quorum.voters": f"1@{host}:{controller_port}",
+        "listeners": f"EXTERNAL://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"EXTERNAL://{host}:{port}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "EXTERNAL",
         "listener.security.protocol.map": f"EXTERNAL:{listener_protocol},CONTROLLER:PLAINTEXT",
@@ -114,11 +117,11 @@ def format_storage(data_dir: Path, props_file: Path, scram: list[str] | None = N
 
 def start_kafka(data_dir: Path, log_file: Path, port: int, controller_port: int,
                 extra_props: dict[str, str] | None = None, listener_protocol: str = "PLAINTEXT",
-                scram: list[str] | None = None) -> int:
-    """Steps 1-4 above; returns the broker's PID."""
+                scram: list[str] | None = None, host: str = HOST) -> int:
+    """Steps 1-4 above (listeners on `host`); returns the broker's PID."""
     data_dir.mkdir(parents=True, exist_ok=True)
     props_file = data_dir / PROPERTIES
-    write_properties(props_file, server_properties(data_dir, port, controller_port, extra_props, listener_protocol))
+    write_properties(props_file, server_properties(data_dir, port, controller_port, extra_props, listener_protocol, host))
     format_storage(data_dir, props_file, scram)
     cmd = [java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath(), MAIN_CLASS, str(props_file)]
     with open(log_file, "ab") as log:

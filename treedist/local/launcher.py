@@ -5,7 +5,9 @@ Two engines: `kafka` (Apache Kafka, one KRaft node per cluster: kafka_broker.py)
 a partition's last acknowledged records when stopped). The default engine is Kafka; the
 environment variable TREEDIST_LOCAL_ENGINE changes it.
 
-Runs on the driver machine only. Each broker is started on a free loopback port, waited on
+Runs on the driver machine only. Each broker is started on a free port of its bind address
+(loopback unless `host` says otherwise: the multi-host bed binds the address of its Kafka
+host, treedist.local.netbed, and runs this launcher inside that host's namespace), waited on
 until it answers a metadata request, and stopped by its PID (SIGTERM, then SIGKILL after a
 grace period). A state file records PIDs and ports so `treedist local down|status` can act on
 brokers started by an earlier `treedist local up`.
@@ -53,10 +55,11 @@ class LocalBroker:
     engine: str = "noida"  # state files written before the Kafka engine hold noida-db brokers
     controller_port: int = 0  # kafka: the KRaft controller's listener
     options: dict | None = None  # kafka: extra_props / listener_protocol / scram, kept for restarts
+    host: str = HOST  # the address it binds and advertises (state files before it: loopback)
 
     @property
     def bootstrap(self) -> str:
-        return f"{HOST}:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 def noida_binary() -> str:
@@ -75,15 +78,16 @@ def noida_binary() -> str:
     return str(binary)
 
 
-def free_port() -> int:
+def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
 def start_broker(name: str, base_dir: Path, port: int | None = None, engine: str | None = None,
-                 controller_port: int | None = None, options: dict | None = None) -> LocalBroker:
-    """Start one broker process in its own session (so Ctrl-C of a parent does not hit it).
+                 controller_port: int | None = None, options: dict | None = None, host: str | None = None) -> LocalBroker:
+    """Start one broker process in its own session (so Ctrl-C of a parent does not hit it),
+    bound to `host` (default loopback), which must be an address of this network namespace.
 
     `options` (kafka only): `extra_props` (broker settings), `listener_protocol`, `scram`
     (StorageTool --add-scram entries), kept in the state file so that a restart starts the
@@ -91,34 +95,35 @@ def start_broker(name: str, base_dir: Path, port: int | None = None, engine: str
     engine = engine or default_engine()
     data_dir = base_dir / name
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = port or free_port()
+    host = host or HOST
+    port = port or free_port(host)
     log_file = base_dir / f"{name}.log"
     if engine == "kafka":
         from treedist.local.kafka_broker import start_kafka
 
-        controller_port = controller_port or free_port()
+        controller_port = controller_port or free_port(host)
         opts = dict(options or {})
         pid = start_kafka(data_dir, log_file, port, controller_port, extra_props=opts.get("extra_props"),
-                          listener_protocol=opts.get("listener_protocol", "PLAINTEXT"), scram=opts.get("scram"))
-        return LocalBroker(name, port, pid, str(data_dir), str(log_file), "kafka", controller_port, opts or None)
+                          listener_protocol=opts.get("listener_protocol", "PLAINTEXT"), scram=opts.get("scram"), host=host)
+        return LocalBroker(name, port, pid, str(data_dir), str(log_file), "kafka", controller_port, opts or None, host)
     if engine != "noida":
         raise LocalClusterError(f"unknown engine {engine!r}: expected one of {list(ENGINES)}")
     with open(log_file, "ab") as log:
         proc = subprocess.Popen(
-            [noida_binary(), "start", "--data-dir", str(data_dir), "--host", HOST, "--only", "kafka", "--kafka-port", str(port)],
+            [noida_binary(), "start", "--data-dir", str(data_dir), "--host", host, "--only", "kafka", "--kafka-port", str(port)],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    return LocalBroker(name, port, proc.pid, str(data_dir), str(log_file))
+    return LocalBroker(name, port, proc.pid, str(data_dir), str(log_file), host=host)
 
 
 def restart_broker(broker: LocalBroker, port: int | None = None) -> LocalBroker:
     """Start `broker` again after it stopped: same data dir, engine, options and (unless `port`
     says otherwise) ports. The caller waits with `wait_ready`."""
     return start_broker(broker.name, Path(broker.data_dir).parent, port or broker.port, broker.engine,
-                        broker.controller_port or None, broker.options)
+                        broker.controller_port or None, broker.options, broker.host)
 
 
 def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict | None = None) -> None:
@@ -133,7 +138,7 @@ def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict |
     deadline = time.monotonic() + timeout
     # First the port: a client polling a closed port logs every refused connection (a JVM
     # broker listens only after seconds).
-    while not _port_open(broker.port):
+    while not _port_open(broker.port, broker.host):
         if not pid_alive(broker.pid):
             raise LocalClusterError(f"local cluster {broker.name!r} exited at start; see {broker.log_file}")
         if time.monotonic() > deadline:
@@ -155,9 +160,9 @@ def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict |
     raise LocalClusterError(f"local cluster {broker.name!r} at {broker.bootstrap} did not answer metadata in {timeout}s: {last}")
 
 
-def _port_open(port: int) -> bool:
+def _port_open(port: int, host: str = HOST) -> bool:
     try:
-        with socket.create_connection((HOST, port), timeout=0.5):
+        with socket.create_connection((host, port), timeout=0.5):
             return True
     except OSError:
         return False
@@ -177,7 +182,7 @@ def _ready_or_restarted(broker: LocalBroker, base: Path, timeout: float | None, 
         except LocalClusterError:
             if attempt == PORT_TAKEN_ATTEMPTS or pid_alive(broker.pid) or not _port_was_taken(broker):
                 raise
-            broker = start_broker(broker.name, base, engine=broker.engine, options=broker.options)
+            broker = start_broker(broker.name, base, engine=broker.engine, options=broker.options, host=broker.host)
     raise AssertionError("unreachable")
 
 
@@ -256,12 +261,12 @@ class LocalClusters:
 
     @classmethod
     def start(cls, names: list[str], base_dir: str | Path, timeout: float | None = None, engine: str | None = None,
-              options: dict | None = None, client: dict | None = None) -> "LocalClusters":
+              options: dict | None = None, client: dict | None = None, host: str | None = None) -> "LocalClusters":
         """Start (or re-use, if already running from the same state file) one broker per name, all
         at once, then wait for each. A broker that ran before keeps its engine, ports and options
         (its data is that engine's); new ones get `engine` (default: `default_engine()`) and
-        `options` (see start_broker). `client`: librdkafka settings for the readiness check of a
-        secured listener."""
+        `options` (see start_broker) and bind `host` (default loopback). `client`: librdkafka
+        settings for the readiness check of a secured listener."""
         base = Path(base_dir).resolve()
         base.mkdir(parents=True, exist_ok=True)
         existing = cls.load(base)
@@ -272,10 +277,10 @@ class LocalClusters:
             if old and is_ours(old):
                 return old
             if old:  # same engine, options and (when free) ports: a deployment file may point at them
-                port = old.port if _port_free(old.port) else None
-                cport = old.controller_port if old.controller_port and _port_free(old.controller_port) else None
-                return start_broker(name, base, port, old.engine, cport, old.options)
-            return start_broker(name, base, None, engine, None, options)
+                port = old.port if _port_free(old.port, old.host) else None
+                cport = old.controller_port if old.controller_port and _port_free(old.controller_port, old.host) else None
+                return start_broker(name, base, port, old.engine, cport, old.options, old.host)
+            return start_broker(name, base, None, engine, None, options, host)
 
         try:
             # In parallel: a Kafka node's storage format is a JVM run of ~1-2 s.
@@ -347,13 +352,13 @@ def stop_all(pids: list[int], grace: float = 5.0) -> None:
             time.sleep(0.02)
 
 
-def _port_free(port: int) -> bool:
+def _port_free(port: int, host: str = HOST) -> bool:
     """Whether a server could listen on `port` now. SO_REUSEADDR as servers set it: connections
     of the broker's former clients in TIME_WAIT must not make its own port look taken."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((HOST, port))
+            sock.bind((host, port))
             return True
         except OSError:
             return False
