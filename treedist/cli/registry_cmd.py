@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from treedist.cli.endpoint_options import (AuthPasswordOption, AuthUserOption, InsecureOption, TlsCertOption, TlsKeyOption,
+                                          exposure)
 from treedist.cli.status_cmd import LogFileOption, LogLevelOption
 from treedist.config import load_deployment
 
@@ -21,15 +23,24 @@ def serve(
     config: Path = typer.Option(..., "--config", "-c", help="Deployment YAML."),
     cluster: str = typer.Option(..., "--cluster", help="The cluster whose _schemas topic holds this registry's state."),
     port: int = typer.Option(None, "--port", help="Port (default: the port of schemas.registries.<cluster>, else 8081)."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+    host: str = typer.Option("127.0.0.1", "--bind", "--host", help="Address to listen on (loopback by default); any "
+                                                                "other needs --auth-user/--auth-password, or --insecure."),
+    tls_cert: Path = TlsCertOption,
+    tls_key: Path = TlsKeyOption,
+    auth_user: str = AuthUserOption,
+    auth_password: str = AuthPasswordOption,
+    insecure: bool = InsecureOption,
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
-    """Replay the cluster's _schemas topic, then serve the REST API until SIGINT/SIGTERM."""
+    """Replay the cluster's _schemas topic, then serve the REST API until SIGINT/SIGTERM.
+    Clients give the basic-auth user and password as `basic.auth.user.info` (or in the URL)
+    and trust --tls-cert's CA with `ssl.ca.location`."""
     from treedist.ops.logs import setup_logging
     from treedist.registry.serve import serve_forever
 
+    exposed = exposure(host, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     setup_logging(log_level, log_file)
     deployment = load_deployment(config)
     deployment.cluster(cluster)
-    serve_forever(deployment, cluster, port, host)
+    serve_forever(deployment, cluster, port, exposure=exposed)

@@ -17,6 +17,8 @@ from rich.live import Live
 from rich.table import Table
 
 from treedist.cli.common import console, load
+from treedist.cli.endpoint_options import (AuthPasswordOption, AuthUserOption, BindOption, InsecureOption, TlsCertOption,
+                                          TlsKeyOption, exposure)
 from treedist.cli.status_cmd import LogFileOption, LogLevelOption
 from treedist.config import Deployment, parse_deployment
 from treedist.kafka import admin_client, ensure_topics
@@ -44,12 +46,18 @@ def run(
     state_dir: Path = typer.Option(Path(".treedist/demo"), "--state-dir", help="Demo only: clusters, checkpoints and config (wiped at start; only a new, empty or treedist-marked directory)."),
     keep_clusters: bool = typer.Option(False, "--keep-clusters", help="Demo only: leave the local clusters running afterwards."),
     drain_timeout: float = typer.Option(180.0, "--drain-timeout", help="Demo only: seconds to wait for distributors to catch up before verifying."),
-    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: off)."),
-    ui_port: int = typer.Option(0, "--ui-port", help="Serve the live web view on 127.0.0.1:PORT (0: off)."),
+    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (or --bind; 0: off)."),
+    ui_port: int = typer.Option(0, "--ui-port", help="Serve the live web view on 127.0.0.1:PORT (or --bind; 0: off)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Demo only: control-plane workers to start (kill one "
                                                             "to see its units fail over to the others)."),
     engine: str = typer.Option("kafka", "--engine", help="Demo only: the local clusters' engine: kafka (Apache Kafka, "
                                                          "KRaft; ~10 s to start 4) or noida (noida-db, the quick option)."),
+    bind: str = BindOption,
+    tls_cert: Path = TlsCertOption,
+    tls_key: Path = TlsKeyOption,
+    auth_user: str = AuthUserOption,
+    auth_password: str = AuthPasswordOption,
+    insecure: bool = InsecureOption,
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
@@ -63,7 +71,8 @@ def run(
     demo exits 1 when its verification is not clean."""
     from treedist.ops.logs import setup_logging
 
-    ops = Ops(metrics_port, ui_port, setup_logging(log_level, log_file), str(config or ""))
+    exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
+    ops = Ops(metrics_port, ui_port, setup_logging(log_level, log_file), str(config or ""), exposed)
     with StopSignals() as signals:
         if config is not None:
             deployment = load(config)
@@ -97,6 +106,7 @@ class Ops:
     ui_port: int
     recent_errors: object  # treedist.ops.logs.RecentErrors
     config_path: str
+    exposure: object = None  # treedist.endpoints.Exposure of metrics and the web view (None: loopback)
 
 
 def _start_app(stack: ExitStack, deployment: Deployment, signals: StopSignals, ops: Ops):
@@ -121,7 +131,7 @@ def _start_app(stack: ExitStack, deployment: Deployment, signals: StopSignals, o
     stack.callback(app.stop)
     _announce_queries(app)
     app.start()
-    for what, url in serve(stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port).items():
+    for what, url in serve(stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port, exposure=ops.exposure).items():
         console.print(f"{what}: {url}")
     return app
 
@@ -237,7 +247,8 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
                 return False
             source = StatusSource(deployment, config_path=str(config_path), recent_errors=ops.recent_errors,
                                   timestamp_scan_records=RUN_TIMESTAMP_SCAN_RECORDS)
-            for what, url in serve(work_stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port).items():
+            for what, url in serve(work_stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port,
+                                   exposure=ops.exposure).items():
                 console.print(f"{what}: {url}")
             workload = DemoWorkload(clients, DEMO_TOPIC, rate,
                                     serialize=avro_demo.serializer(deployment.schemas.registries["c1"], DEMO_TOPIC))

@@ -13,6 +13,8 @@ import typer
 from rich.table import Table
 
 from treedist.cli.common import ConfigOption, JsonOption, console, load, print_json
+from treedist.cli.endpoint_options import (AuthPasswordOption, AuthUserOption, BindOption, InsecureOption, TlsCertOption,
+                                          TlsKeyOption, exposure)
 
 LogLevelOption = typer.Option("warning", "--log-level", help="debug, info, warning or error (long-running commands).")
 LogFileOption = typer.Option(None, "--log-file", help="Also write the log to this file.")
@@ -25,8 +27,14 @@ def register(app: typer.Typer) -> None:
 def status(
     config: Path = ConfigOption,
     as_json: bool = JsonOption,
-    ui_port: int = typer.Option(0, "--ui-port", help="Serve the web view on 127.0.0.1:PORT until Ctrl-C (0: off)."),
+    ui_port: int = typer.Option(0, "--ui-port", help="Serve the web view on 127.0.0.1:PORT (or --bind) until Ctrl-C (0: off)."),
     metrics_port: int = typer.Option(0, "--metrics-port", help="With --ui-port: also serve Prometheus metrics (0: off)."),
+    bind: str = BindOption,
+    tls_cert: Path = TlsCertOption,
+    tls_key: Path = TlsKeyOption,
+    auth_user: str = AuthUserOption,
+    auth_password: str = AuthPasswordOption,
+    insecure: bool = InsecureOption,
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
@@ -36,6 +44,7 @@ def status(
     from treedist.ops.logs import setup_logging
     from treedist.ops.snapshot import StatusSource
 
+    exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     deployment = load(config)
     if not ui_port:
         # One look: what the retries and librdkafka would log is in the table (state, and the
@@ -57,7 +66,7 @@ def status(
     recent = setup_logging(log_level, log_file)
     source = StatusSource(deployment, config_path=str(config), recent_errors=recent)
     with StopSignals() as signals, ExitStack() as stack:
-        for what, url in serve(stack, source, metrics_port=metrics_port, ui_port=ui_port).items():
+        for what, url in serve(stack, source, metrics_port=metrics_port, ui_port=ui_port, exposure=exposed).items():
             console.print(f"{what}: {url}")
         try:
             while True:

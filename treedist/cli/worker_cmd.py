@@ -12,6 +12,8 @@ from pathlib import Path
 import typer
 
 from treedist.cli.common import ConfigOption, console
+from treedist.cli.endpoint_options import (AuthPasswordOption, AuthUserOption, BindOption, InsecureOption, TlsCertOption,
+                                          TlsKeyOption, exposure)
 from treedist.cli.status_cmd import LogFileOption, LogLevelOption
 from treedist.control.errors import ControlError
 
@@ -31,7 +33,13 @@ def worker(
     connect_timeout: float = typer.Option(None, "--connect-timeout", help="Give up when etcd has not answered for "
                                                                           "this many seconds (default: keep retrying)."),
     status_port: int = typer.Option(0, "--status-port", help="Serve this worker's own view on "
-                                                             "127.0.0.1:PORT/api/worker (0: off)."),
+                                                             "127.0.0.1:PORT/api/worker (or --bind; 0: off)."),
+    bind: str = BindOption,
+    tls_cert: Path = TlsCertOption,
+    tls_key: Path = TlsKeyOption,
+    auth_user: str = AuthUserOption,
+    auth_password: str = AuthPasswordOption,
+    insecure: bool = InsecureOption,
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
@@ -43,6 +51,7 @@ def worker(
     from treedist.ops.logs import setup_logging
     from treedist.pipeline.lifecycle import StopRequested, StopSignals, stop_with_parent
 
+    exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     setup_logging(log_level, log_file)
     stop_with_parent()  # started by the demo or the tests: stop when they die (SIGKILL included)
     labels = {}
@@ -60,7 +69,7 @@ def worker(
             node.start()
             signals.reinstall()  # Spark put its own SIGINT handler in place
             if status_port:
-                view = ViewServer(node.view, status_port).start()
+                view = ViewServer(node.view, status_port, exposure=exposed).start()
                 stack.callback(view.stop)
                 console.print(f"worker view: {view.url}")
             console.print(f"worker {name} ({node.deployment_id}) running; stop with Ctrl-C or SIGTERM")

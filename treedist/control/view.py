@@ -2,7 +2,7 @@
 this worker believes and does (lease, leadership terms, units and their runs), as JSON.
 
 Served by uvicorn (ASGI, starlette) on loopback by default, in a daemon thread of the
-worker's driver process. Operators and tests read it next to etcd's state: etcd says what
+worker's driver process; `--bind` with TLS and basic auth (treedist.endpoints) to expose it. Operators and tests read it next to etcd's state: etcd says what
 should be, each worker's view says what is.
 """
 
@@ -16,17 +16,19 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from treedist.control.errors import ControlError
+from treedist.endpoints import Exposure
 from treedist.ops.web import ThreadedServer
 
 
 class ViewServer(ThreadedServer):
-    def __init__(self, view: Callable[[], dict], port: int, host: str = "127.0.0.1") -> None:
+    def __init__(self, view: Callable[[], dict], port: int, host: str = "127.0.0.1",
+                 exposure: Exposure | None = None) -> None:
         async def worker(_: Request) -> JSONResponse:
             return JSONResponse(view())
 
         super().__init__(Starlette(routes=[Route("/api/worker", worker)]), port, host, name="treedist-worker-view",
-                         what="the worker view", hint="--status-port", error=ControlError)
+                         what="the worker view", hint="--status-port", error=ControlError, exposure=exposure)
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/api/worker"
+        return self.exposure.url(self.port, "/api/worker")

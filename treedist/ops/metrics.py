@@ -7,14 +7,22 @@ metrics and their labels is in docs/operations.md.
 
 from __future__ import annotations
 
-import threading
 from typing import Iterator
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
+from treedist.endpoints import Exposure
+from treedist.ops.errors import OpsError
 from treedist.ops.snapshot import StatusSource
+from treedist.ops.web import ThreadedServer
 
 LINK_LABELS = ["distributor", "cluster", "level", "target"]
 STATES = ("running", "waiting", "failed", "unknown")
@@ -156,23 +164,31 @@ def _pipeline_metrics(pipelines: dict) -> Iterator[Metric]:
         yield restarts
 
 
-class MetricsServer:
-    """The /metrics endpoint on `host:port` (loopback by default), in a daemon thread."""
+def metrics_app(registry: CollectorRegistry) -> Starlette:
+    """`GET /metrics` (and `/`, as prometheus_client's own server answers): the text format,
+    or OpenMetrics when the scraper asks for it; `?name[]=` restricts to those metrics."""
 
-    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1") -> None:
+    async def metrics(request: Request) -> Response:
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        names = request.query_params.getlist("name[]")
+        chosen = registry.restricted_registry(names) if names else registry
+        # a scrape may refresh the snapshot (blocking broker calls): off the event loop
+        return Response(await run_in_threadpool(encoder, chosen), headers={"content-type": content_type})
+
+    return Starlette(routes=[Route("/metrics", metrics), Route("/", metrics)])
+
+
+class MetricsServer(ThreadedServer):
+    """The /metrics endpoint (`--metrics-port`) in a daemon thread of the driver: loopback
+    over plain HTTP by default, or as `exposure` says (TLS, basic auth: treedist.endpoints),
+    served by uvicorn like the web view."""
+
+    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1", exposure: Exposure | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SnapshotCollector(source))
-        self.host, self.port = host, port
-        self._server = None
-        self._thread: threading.Thread | None = None
+        super().__init__(metrics_app(self.registry), port, host, name="treedist-metrics", what="the metrics endpoint",
+                         hint="--metrics-port", error=OpsError, exposure=exposure)
 
-    def start(self) -> "MetricsServer":
-        self._server, self._thread = start_http_server(self.port, addr=self.host, registry=self.registry)
-        self.port = self._server.server_port
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+    @property
+    def url(self) -> str:
+        return self.exposure.url(self.port, "/metrics")

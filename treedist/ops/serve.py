@@ -1,11 +1,13 @@
 """What a long-running command serves besides its work (driver): the metrics endpoint and
-the web view, both reading one `StatusSource`. Loopback unless told otherwise."""
+the web view, both reading one `StatusSource`. Loopback unless told otherwise: both share
+one `treedist.endpoints.Exposure` (--bind, TLS, basic auth)."""
 
 from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
 
+from treedist.endpoints import Exposure
 from treedist.ops.metrics import MetricsServer
 from treedist.ops.snapshot import StatusSource
 from treedist.ops.web import WebServer
@@ -14,16 +16,17 @@ log = logging.getLogger(__name__)
 
 
 def serve(stack: ExitStack, source: StatusSource, *, metrics_port: int | None, ui_port: int | None,
-          host: str = "127.0.0.1") -> dict[str, str]:
-    """Start what was asked for (a port of None or 0: off); each server's stop is
-    registered on `stack`. Returns name -> URL of what listens."""
+          host: str = "127.0.0.1", exposure: Exposure | None = None) -> dict[str, str]:
+    """Start what was asked for (a port of None or 0: off), where and how `exposure` says
+    (default: plain HTTP on `host`, loopback); each server's stop is registered on `stack`.
+    Returns name -> URL of what listens."""
     urls: dict[str, str] = {}
     if metrics_port:
-        metrics = MetricsServer(source, metrics_port, host).start()
+        metrics = MetricsServer(source, metrics_port, host, exposure).start()
         stack.callback(metrics.stop)
-        urls["metrics"] = f"http://{host}:{metrics.port}/metrics"
+        urls["metrics"] = metrics.url
     if ui_port:
-        web = WebServer(source, ui_port, host).start()
+        web = WebServer(source, ui_port, host, exposure).start()
         stack.callback(web.stop)
         urls["web view"] = web.url
     return urls

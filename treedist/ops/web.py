@@ -4,7 +4,8 @@
 - `GET /`            the page: inline HTML, CSS, JS and SVG (no CDN: it works offline);
 - `GET /api/status`  the snapshot, the same JSON as `treedist status --json`.
 
-Served by uvicorn (ASGI, starlette) on loopback by default, in a daemon thread.
+Served by uvicorn (ASGI, starlette) in a daemon thread: on loopback over plain HTTP by
+default, elsewhere with TLS and basic auth as a `treedist.endpoints.Exposure` says.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from treedist.endpoints import Exposure
 from treedist.ops.errors import OpsError
 from treedist.ops.snapshot import StatusSource
 
@@ -41,11 +43,17 @@ def web_app(source: StatusSource) -> Starlette:
 class ThreadedServer:
     """uvicorn serving `app` in a daemon thread of the driver; `start()` returns once it
     listens (or raises `error` naming the address and the flag that picks another port),
-    `stop()` joins it. Signals stay with the caller's StopSignals."""
+    `stop()` joins it. Signals stay with the caller's StopSignals.
+
+    `exposure` says where it listens and how it is protected (TLS, basic auth); without
+    one, plain HTTP on `host`, which must then be loopback (the bind check still applies)."""
 
     def __init__(self, app: Starlette, port: int, host: str, *, name: str, what: str, hint: str,
-                 error: type[Exception]) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+                 error: type[Exception], exposure: Exposure | None = None) -> None:
+        self.exposure = exposure if exposure is not None else Exposure(bind=host).checked()
+        host = self.exposure.bind
+        config = uvicorn.Config(self.exposure.wrap(app), host=host, port=port, log_level="warning", access_log=False,
+                                lifespan="off", **self.exposure.uvicorn_options())
         self._server = uvicorn.Server(config)
         self._server.install_signal_handlers = lambda: None  # our StopSignals own SIGINT/SIGTERM
         self.host, self.port = host, port
@@ -71,10 +79,10 @@ class ThreadedServer:
 class WebServer(ThreadedServer):
     """The web view's server (`--ui-port`)."""
 
-    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1", exposure: Exposure | None = None) -> None:
         super().__init__(web_app(source), port, host, name="treedist-web", what="the web view", hint="--ui-port",
-                         error=OpsError)
+                         error=OpsError, exposure=exposure)
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/"
+        return self.exposure.url(self.port, "/")

@@ -3,7 +3,8 @@
 Runs in the registry process: `treedist registry serve` (foreground, uvicorn) or
 `RegistryServer` (a background thread, for tests, benchmarks and embedding). Start order:
 the store replays the topic to its end first, then the HTTP port opens, so a client never
-sees a partial state.
+sees a partial state. Where it listens and how it is protected (TLS, basic auth) is a
+`treedist.endpoints.Exposure`: plain HTTP on loopback by default.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from urllib.parse import urlparse
 import uvicorn
 
 from treedist.config.model import Deployment
+from treedist.endpoints import Exposure
 from treedist.registry.errors import StoreError
 from treedist.registry.server import Role, build_app
 from treedist.registry.store import DEFAULT_TOPIC, KafkaStore
@@ -57,30 +59,38 @@ def store_for(deployment: Deployment, cluster: str, topic: str | None = None) ->
     return KafkaStore(cluster, deployment.cluster(cluster).client_config(), topic or default)
 
 
-def serve_forever(deployment: Deployment, cluster: str, port: int | None = None, host: str = HOST) -> None:
-    """Replay, then serve until SIGINT/SIGTERM (uvicorn handles both); the store is closed after."""
+def serve_forever(deployment: Deployment, cluster: str, port: int | None = None, host: str = HOST,
+                  exposure: Exposure | None = None) -> None:
+    """Replay, then serve until SIGINT/SIGTERM (uvicorn handles both); the store is closed after.
+    `exposure` (checked by the caller) overrides `host` and adds TLS and basic auth."""
+    exposure = exposure if exposure is not None else Exposure(bind=host).checked()
     store = store_for(deployment, cluster).start()
     try:
-        uvicorn.run(build_app(store, role_of(deployment, cluster), hosts_of(deployment, cluster, host)), host=host, port=port or port_of(deployment, cluster),
-                    log_level="warning", access_log=False, log_config=None)  # our logging (--log-level, --log-file)
+        app = build_app(store, role_of(deployment, cluster), hosts_of(deployment, cluster, exposure.bind), exposure.auth)
+        uvicorn.run(app, host=exposure.bind, port=port or port_of(deployment, cluster), log_level="warning",
+                    access_log=False, log_config=None,  # our logging (--log-level, --log-file)
+                    **exposure.uvicorn_options())
     finally:
         store.close()
 
 
 class RegistryServer:
-    """A registry on a background thread of this process (loopback, port 0 = a free one)."""
+    """A registry on a background thread of this process (loopback, port 0 = a free one);
+    `exposure` overrides `host` and adds TLS and basic auth."""
 
-    def __init__(self, store: KafkaStore, role: Role, port: int = 0, host: str = HOST, hosts: tuple[str, ...] = ()):
-        self.store, self.role, self.host = store, role, host
-        allowed = hosts + (() if host in WILDCARDS else (host,))
-        config = uvicorn.Config(build_app(store, role, allowed), host=host, port=port, log_level="warning", access_log=False,
-                                lifespan="off")
+    def __init__(self, store: KafkaStore, role: Role, port: int = 0, host: str = HOST, hosts: tuple[str, ...] = (),
+                 exposure: Exposure | None = None):
+        self.exposure = exposure if exposure is not None else Exposure(bind=host).checked()
+        self.store, self.role, self.host = store, role, self.exposure.bind
+        allowed = hosts + (() if self.host in WILDCARDS else (self.host,))
+        config = uvicorn.Config(build_app(store, role, allowed, self.exposure.auth), host=self.host, port=port,
+                                log_level="warning", access_log=False, lifespan="off", **self.exposure.uvicorn_options())
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return self.exposure.url(self.port, "")
 
     @property
     def port(self) -> int:

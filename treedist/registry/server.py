@@ -8,8 +8,9 @@ is not its deployment's primary refuses client writes (42205) naming the primary
 does one whose deployment names no primary at all (read-only unless told otherwise);
 records the schema distributor puts into its topic still arrive (they do not come through
 here). Before any handler: the Host allow-list (421), the body's size (413), media type
-(415) and nesting depth (422) (treedist.registry.guard). Error messages never quote the
-request body.
+(415) and nesting depth (422) (treedist.registry.guard), then, when the registry has a user
+and password (`registry serve --auth-user`), basic auth (401, treedist.endpoints). Error
+messages never quote the request body.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from treedist.endpoints import BasicAuth, BasicAuthGuard
 from treedist.registry import errors, guard, rules
 from treedist.registry.avro import incompatibilities, parse
 from treedist.registry.records import AVRO
@@ -60,8 +62,12 @@ def reply(body: object, status: int = 200) -> Response:
     return Response(json.dumps(body), status_code=status, media_type=CONTENT_TYPE)
 
 
-def build_app(store: KafkaStore, role: Role, hosts: Iterable[str] = ()) -> Starlette:
-    """The API; requests whose Host is not loopback or one of `hosts` are refused (421)."""
+UNAUTHORIZED = b'{"error_code":401,"message":"Unauthorized"}'  # Confluent's body for a 401
+
+
+def build_app(store: KafkaStore, role: Role, hosts: Iterable[str] = (), auth: BasicAuth | None = None) -> Starlette:
+    """The API; requests whose Host is not loopback or one of `hosts` are refused (421), then,
+    with `auth`, requests without its user and password (401)."""
     refused = role.refused
 
     def endpoint(handler: Callable[[Request], object]) -> Callable:
@@ -264,8 +270,11 @@ def build_app(store: KafkaStore, role: Role, hosts: Iterable[str] = ()) -> Starl
         status = getattr(exc, "status_code", 404)
         return reply({"error_code": status, "message": f"HTTP {status} {getattr(exc, 'detail', 'Not Found')}"}, status)
 
-    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found},
-                     middleware=[Middleware(guard.HostGuard, hosts=guard.allowed_hosts(hosts))])
+    # the first is the outermost: a request for another Host is refused before credentials are asked for
+    middleware = [Middleware(guard.HostGuard, hosts=guard.allowed_hosts(hosts))]
+    if auth is not None:
+        middleware.append(Middleware(BasicAuthGuard, auth=auth, body=UNAUTHORIZED, content_type=CONTENT_TYPE.encode()))
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found}, middleware=middleware)
 
 
 async def _read_body(request: Request) -> bytes | Response:
