@@ -1,12 +1,15 @@
 """A lean local SparkSession for treedist (driver side).
 
-Sets the environment every Python worker needs (`SPARK_LOCAL_IP` on loopback, the current
-interpreter as `PYSPARK_PYTHON` so workers have pyarrow and confluent-kafka) and the
-settings measured to keep start-up and micro-batch latency low on small machines.
+Sets the environment every Python worker needs (`SPARK_LOCAL_IP` on loopback for a local
+master; for a master on another host the routable address `treedist.spark.address` chooses,
+also given as `spark.driver.host` / `spark.driver.bindAddress`; the current interpreter as
+`PYSPARK_PYTHON` so workers have pyarrow and confluent-kafka) and the settings measured to
+keep start-up and micro-batch latency low on small machines.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -14,6 +17,10 @@ from pathlib import Path
 from typing import Mapping
 
 from pyspark.sql import SparkSession
+
+from treedist.spark.address import BIND_KEY, HOST_KEY, LOOPBACK, WILDCARDS, resolve_driver_address
+
+log = logging.getLogger(__name__)
 
 # Int.MaxValue turns off Spark's per-row Arrow size check on the way to Python workers
 # (BatchedPythonArrowInput): that check calls ListVector.setValueCount on every row, which is
@@ -170,9 +177,17 @@ def build_session(
     `local[N,F]` gives each task F attempts, so a task failed by a broker error is retried.
     With `register_sources` the `treedist-kafka` format is registered on the session.
     Environment variables are only set when not already set by the caller, except that
-    `STARTUP_DIR` is put in front of PYTHONPATH (see `treedist/spark/startup/sitecustomize.py`).
+    `STARTUP_DIR` is put in front of PYTHONPATH (see `treedist/spark/startup/sitecustomize.py`)
+    and that a master on another host replaces a loopback `SPARK_LOCAL_IP` (executors there
+    could not reach a driver bound to it) with the address `resolve_driver_address` chose.
     """
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    address = resolve_driver_address(master, conf or {}, os.environ.get("SPARK_LOCAL_IP"))
+    remote = address.host != LOOPBACK
+    if remote:
+        log.info("Spark driver address %s (bind %s): %s", address.host, address.bind, address.reason)
+        os.environ["SPARK_LOCAL_IP"] = address.bind if address.bind not in WILDCARDS else address.host
+    else:
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     # Read by glibc at process start: the JVM launched below and every Python process it
     # starts (planners, daemons, workers) inherit it.
     os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)
@@ -180,7 +195,11 @@ def build_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     _add_startup_path()
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in session_settings(master, conf).items():
+    settings = session_settings(master, conf)
+    if remote:
+        settings.setdefault(HOST_KEY, address.host)
+        settings.setdefault(BIND_KEY, address.bind)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
