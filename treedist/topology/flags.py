@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 
+from treedist.topology.errors import TopologyError
+
 MIN_LEVEL = 1
 MAX_LEVEL = 63
 
@@ -27,8 +29,9 @@ class MalformedFlagsPolicy(str, enum.Enum):
     FAIL = "fail"
 
 
-class MalformedFlags(ValueError):
-    """A header value that is neither a decimal number nor 8 big-endian bytes."""
+class MalformedFlags(TopologyError, ValueError):
+    """A header value that is not a decimal number below 2**63. A TopologyError (the
+    package's root error; found by tests/fuzz), still a ValueError for older callers."""
 
 
 def level_bit(level: int) -> int:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from treedist.topology.errors import TopologyError
 
-class MalformedOrigin(ValueError):
-    pass
+
+class MalformedOrigin(TopologyError, ValueError):
+    """An origin header that is not cluster/topic/partition/offset (a TopologyError, the
+    package's root error; still a ValueError for older callers)."""
 
 
 @dataclass(frozen=True, order=True)
