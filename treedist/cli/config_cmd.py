@@ -1,6 +1,8 @@
 """`treedist config set|show|push`: the deployment as live config in etcd
 (treedist.control.live). Workers follow a change without a restart: a target switch at the
-next micro-batch, other changes by restarting only the units they concern."""
+next micro-batch, other changes by restarting only the units they concern.
+
+`treedist config schema`: the deployment file's JSON Schema (treedist.config.docs), no etcd."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import typer
 from treedist.cli.common import ConfigOption, JsonOption, console, print_json
 from treedist.control.errors import ControlError
 
-config_app = typer.Typer(help="The deployment as live config in etcd (control plane).", no_args_is_help=True)
+config_app = typer.Typer(help="The deployment file's schema, and the deployment as live config in etcd (control plane).",
+                         no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -90,3 +93,17 @@ def push(config: Path = ConfigOption) -> None:
     finally:
         client.close()
     console.print(f"live config replaced by {config} (etcd revision {revision})")
+
+
+@config_app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of a deployment file, every key with its description.
+
+    For editors: YAML language servers complete and check keys with it (a first line
+    `# yaml-language-server: $schema=treedist.schema.json` in the deployment file).
+    docs/configuration.md is the same reference as a page.
+
+    Example: treedist config schema > treedist.schema.json"""
+    from treedist.config.docs import json_schema
+
+    print_json(json_schema())

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Annotated
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, WithJsonSchema
 
 # unit spelling -> seconds; singular and plural, short and long, as Spark's and Kafka's users write them
 _UNITS: dict[str, float] = {}
@@ -62,5 +62,15 @@ def spark_interval(seconds: float) -> str:
     return f"{int(round(seconds * 1000))} milliseconds"
 
 
-Duration = Annotated[float, BeforeValidator(parse_duration)]
-DurationOrZero = Annotated[float, BeforeValidator(parse_duration_or_zero)]
+# The JSON Schema (`treedist config schema`) shows what a file may hold, not the parsed float:
+# a number of seconds or a string such as "10s", so editors do not flag "10s" as wrong.
+def _input_schema(minimum: str) -> dict:
+    return {
+        "anyOf": [{"type": "number", minimum: 0},
+                  {"type": "string", "pattern": r"^\s*(\d+(\.\d*)?|\.\d+)\s*[A-Za-z]*\s*$"}],
+        "description": "A duration: seconds, or a number with a unit: ms, s, m, h (or their long names).",
+    }
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration), WithJsonSchema(_input_schema("exclusiveMinimum"))]
+DurationOrZero = Annotated[float, BeforeValidator(parse_duration_or_zero), WithJsonSchema(_input_schema("minimum"))]

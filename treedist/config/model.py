@@ -348,7 +348,10 @@ class TargetsConfig(Frozen):
         default=None,
         description="Automatic target failover within a sibling subtree. Unset: off, a link waits for its target.",
     )
-    failback: Annotated[FailbackConfig | None, BeforeValidator(_failback)] = Field(  # None: manual
+    failback: Annotated[
+        FailbackConfig | None,
+        BeforeValidator(_failback, json_schema_input_type=Union[Literal["manual"], FailbackConfig, None]),
+    ] = Field(  # None: manual
         default=None,
         description="When a failed-over link switches back: `manual` (the default: only a restart or a "
                     "config change does) or `{after: <duration>}` of the original target answering again.",
@@ -531,7 +534,8 @@ class Deployment(Frozen):
     checkpoint_location: Path = Field(
         default=Path(".treedist/checkpoints"),
         description="Directory of the streaming checkpoints, one per source cluster (relative to the working "
-                    "directory); keep it across restarts, or links start over.",
+                    "directory): the only record of how far each link got. Without it a link starts again from "
+                    "the earliest offsets, copying every record again (docs/operations.md).",
     )
     spark: SparkConfig = Field(default=SparkConfig(), description="The Spark application that runs the distributors.")
     distributor: DistributorConfig = Field(default=DistributorConfig(), description="How each source cluster's query reads and copies.")

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-from treedist.config.durations import DurationOrZero as Duration
+from treedist.config.durations import Duration, DurationOrZero
 from treedist.config.durations import parse_duration_or_zero
 
 # treedist's own consumer groups: never distributed, whatever `groups.include` says.
@@ -76,25 +76,18 @@ class OffsetsConfig(_Frozen):
                     "records' origins (never skips an unconsumed record, no repeats when a partition's "
                     "records have one origin; timestamp mode for an entry whose records are gone).",
     )
-    margin: Duration = Field(
+    margin: DurationOrZero = Field(
         default=60.0,
         description="Timestamp mode: subtracted once, at the origin, from the last consumed record's "
                     "timestamp; it covers records that reach another cluster out of timestamp order, at the "
-                    "cost of re-reading the records within it. 0 allowed.",
+                    "cost of re-reading the records within it.",
     )
     poll_interval: Duration = Field(
         default=5.0,
         description="How often each cluster's committed offsets are read (a commit reaches the other "
-                    "clusters within about this); above 0.",
+                    "clusters within about this).",
     )
     groups: GroupSelection = Field(default=GroupSelection(), description="Which consumer groups are distributed.")
-
-    @field_validator("poll_interval")
-    @classmethod
-    def _positive(cls, value: float) -> float:
-        if value <= 0:
-            raise ValueError("poll_interval must be above 0")
-        return value
 
     @property
     def margin_ms(self) -> int:
