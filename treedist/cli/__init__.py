@@ -6,6 +6,7 @@ exposes `register(app)`; this module only wires them and maps errors to exit cod
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 
@@ -34,6 +35,33 @@ def _register_all() -> None:
 
 
 _register_all()
+
+
+def _reflow(text: str) -> str:
+    """A docstring as help text: each paragraph on one line, so the terminal wraps it (typer
+    keeps a docstring's line breaks, and `--help` broke lines mid-sentence). A paragraph that
+    starts with click's `\\b` line, or whose lines are a list or indented, keeps its lines."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
+        lines = paragraph.splitlines()
+        if paragraph.startswith("\b") or any(line.startswith((" ", "- ", "* ")) for line in lines):
+            paragraphs.append(paragraph)
+        else:
+            paragraphs.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    """Every command's help (its docstring unless given) reflowed, in every group."""
+    for command in typer_app.registered_commands:
+        text = command.help if command.help is not None else inspect.getdoc(command.callback)
+        if text:
+            command.help = _reflow(text)
+    for group in typer_app.registered_groups:
+        _reflow_help(group.typer_instance)
+
+
+_reflow_help(app)
 
 
 EXIT_BAD_INPUT = 2

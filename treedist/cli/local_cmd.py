@@ -35,9 +35,13 @@ def up(
                                                          "(noida-db: starts in 0.1 s; no TLS, SASL, ACLs or topic IDs)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Start N brokers on free loopback ports (re-uses ones already running) and wait until each
-    answers; then one schema registry per cluster and one etcd, their URLs in the deployment
-    written (`control: {etcd: [...]}`: run it with `treedist worker -c FILE`)."""
+    """Start N local clusters, a schema registry per cluster and an etcd, and wait until each answers.
+
+    Brokers listen on free loopback ports (ones already running are re-used). The deployment
+    written with --write-config names the registries and the etcd (`control: {etcd: [...]}`:
+    run it with `treedist worker -c FILE`).
+
+    Example: treedist local up -n 4 --engine kafka --write-config local.yaml"""
     if engine not in ENGINES:
         raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
     started = LocalClusters.start([f"c{i}" for i in range(1, clusters + 1)], state_dir, engine=engine)

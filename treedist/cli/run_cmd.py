@@ -61,14 +61,18 @@ def run(
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
-    """Run all distributors (one streaming query per source cluster, reading each record once
-    for all of its levels) until Ctrl-C, SIGTERM or --duration. With -c, in this process (a
-    deployment with a control section runs on `treedist worker`s instead); without -c, the
-    embedded demo runs through the control plane: local etcd and --workers worker processes.
+    """Run all distributors until Ctrl-C, SIGTERM or --duration, or the embedded demo without -c.
+
+    One streaming query per source cluster, reading each record once for all of its levels.
+    With -c, in this process (a deployment with a control section runs on `treedist worker`s
+    instead); without -c, the embedded demo runs through the control plane: local etcd and
+    --workers worker processes.
 
     SIGTERM and SIGINT stop cleanly (batches settle, queries stop, local clusters stop; the
     demo still drains and verifies); a second signal forces. Exit 0 (130 after SIGINT); the
-    demo exits 1 when its verification is not clean."""
+    demo exits 1 when its verification is not clean.
+
+    Example: treedist run -c deploy.yaml --metrics-port 9100 --ui-port 8080"""
     from treedist.ops.logs import setup_logging
 
     exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work

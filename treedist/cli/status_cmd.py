@@ -38,9 +38,12 @@ def status(
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
-    """Per link: state (running, waiting for an unreachable cluster, failed), copied records
-    per second, lag in records and in seconds, last batch. Works against a running
-    deployment from another shell (it reads the brokers and the checkpoints)."""
+    """Per link: state, copied records per second, lag in records and in seconds, last batch.
+
+    The state is running, waiting for an unreachable cluster, or failed. Works against a
+    running deployment from another shell (it reads the brokers and the checkpoints).
+
+    Example: treedist status -c deploy.yaml --json"""
     from treedist.ops.logs import setup_logging
     from treedist.ops.snapshot import StatusSource
 

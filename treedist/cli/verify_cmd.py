@@ -42,7 +42,9 @@ def verify_command(
 ) -> None:
     """Read TOPIC on every cluster; per cluster: missing, duplicated, unexpected, out of order, mismatched.
 
-    Exit 1 on loss (missing, unexpected, out of order, mismatched); duplicates only with --strict."""
+    Exit 1 on loss (missing, unexpected, out of order, mismatched); duplicates only with --strict.
+
+    Example: treedist verify -c deploy.yaml -t orders --strict"""
     from treedist.verify import verify_topic
 
     deployment = load(config)
