@@ -28,7 +28,9 @@ def _acl_dict(acl) -> dict:
 
 @acls_app.command("diff")
 def diff_command(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
-    """Per cluster: the synced ACLs it lacks (physical names) and the ones none of its names can hold; exit 1 on drift."""
+    """Per cluster: the synced ACLs it lacks (physical names) and the ones none of its names can hold; exit 1 on drift.
+
+    Example: treedist acls diff -c deploy.yaml"""
     from treedist.acls import AclSyncError
     from treedist.acls.sync import AclSync
 
@@ -63,7 +65,9 @@ def sync_command(
     config: Path = ConfigOption,
     dry_run: bool = typer.Option(False, "--dry-run", help="Only print what a pass would create."),
 ) -> None:
-    """One ACL sync pass: create on each cluster the synced ACLs it lacks; print what it did."""
+    """One ACL sync pass: create on each cluster the synced ACLs it lacks; print what it did.
+
+    Example: treedist acls sync -c deploy.yaml --dry-run"""
     from treedist.acls.sync import AclSync
 
     result = AclSync(load(config)).run_once(dry_run=dry_run, raise_errors=False)

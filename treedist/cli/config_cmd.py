@@ -40,7 +40,9 @@ def set_(
                                                   "'targets.overrides=[{cluster: c1, level: 3, target: c4}]'"),
 ) -> None:
     """Change the live deployment: validated like the deployment file (an invalid change is
-    refused, naming the field, and nothing is written)."""
+    refused, naming the field, and nothing is written).
+
+    Example: treedist config set -c deploy.yaml distributor.trigger_interval=1s"""
     from treedist.control import live
 
     client, keys = _client(config)
@@ -57,7 +59,9 @@ def set_(
 
 @config_app.command("show")
 def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
-    """The live deployment (credentials masked)."""
+    """The live deployment (credentials masked).
+
+    Example: treedist config show -c deploy.yaml --json"""
     import yaml
 
     from treedist.control import live
@@ -83,7 +87,9 @@ def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
 
 @config_app.command("push")
 def push(config: Path = ConfigOption) -> None:
-    """Replace the live deployment with the file's (validated first)."""
+    """Replace the live deployment with the file's (validated first).
+
+    Example: treedist config push -c deploy.yaml"""
     from treedist.config import load_spec
     from treedist.control import live
 

@@ -63,13 +63,17 @@ def up(
 
 @local_app.command("status")
 def status(state_dir: Path = StateDirOption, as_json: bool = JsonOption) -> None:
-    """Show the local brokers recorded in the state dir and whether each runs."""
+    """Show the local brokers recorded in the state dir and whether each runs.
+
+    Example: treedist local status --json"""
     _show(_loaded(state_dir), as_json)
 
 
 @local_app.command("down")
 def down(state_dir: Path = StateDirOption) -> None:
-    """Stop the local brokers by PID (data stays in the state dir)."""
+    """Stop the local brokers by PID (data stays in the state dir).
+
+    Example: treedist local down --state-dir .treedist/local"""
     clusters = _loaded(state_dir)
     registries = stop_registries(state_dir)  # before their brokers, so they stop cleanly
     clusters.stop()

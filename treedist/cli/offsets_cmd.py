@@ -22,7 +22,9 @@ def show(
     group: str = typer.Option(..., "--group", help="Consumer group to show."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Per partition and cluster: committed offset, lag (end - committed), how it was made, age of the last translation."""
+    """Per partition and cluster: committed offset, lag (end - committed), how it was made, age of the last translation.
+
+    Example: treedist offsets show -c deploy.yaml --group billing"""
     from treedist.offsets.status import group_status
 
     status = group_status(load(config), group)

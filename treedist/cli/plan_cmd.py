@@ -62,7 +62,9 @@ def cluster(
     unit: str = typer.Option("MB/s", "--unit", help="Label of the throughput unit, for display only."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Max topic throughput (eq. 3), per-server storage and network needs (4, 5), fewest servers for T_T."""
+    """Max topic throughput (eq. 3), per-server storage and network needs (4, 5), fewest servers for T_T.
+
+    Example: treedist plan cluster --throughput 100 --storage-throughput 200 --network-throughput 125 -r 3 -n 5"""
     plan = plan_cluster(
         ClusterInputs(throughput, storage_throughput, network_throughput, replication_factor, consumer_groups, servers)
     )
@@ -118,7 +120,9 @@ def partitions(
     record_bytes: Optional[float] = typer.Option(None, "--record-bytes", help="Average record size in bytes: measure T_T in bytes/s instead of records/s."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Partition bounds (eqs. 6-11), the feasible range, and counts that keep load uniform up to --target-size."""
+    """Partition bounds (eqs. 6-11), the feasible range, and counts that keep load uniform up to --target-size.
+
+    Example: treedist plan partitions -n 5 -r 3 --throughput 100 --consumer-throughput 10 --max-latency 0.1"""
     measured: list[TopicRate] | None = None
     if from_deployment:
         if config is None:
@@ -248,7 +252,9 @@ def limits(
     t_repl: float = TReplOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """The partition-limit tables of chapter 5.3 (eqs. 10, 11) for both controllers; defaults reproduce the thesis."""
+    """The partition-limit tables of chapter 5.3 (eqs. 10, 11) for both controllers; defaults reproduce the thesis.
+
+    Example: treedist plan limits -t 100 -t 1000"""
     tables = limit_tables(
         topic_counts=topics or THESIS_TOPIC_COUNTS,
         unavailability=unavailability or None,

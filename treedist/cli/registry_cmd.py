@@ -34,8 +34,11 @@ def serve(
     log_file: Path = LogFileOption,
 ) -> None:
     """Replay the cluster's _schemas topic, then serve the REST API until SIGINT/SIGTERM.
+
     Clients give the basic-auth user and password as `basic.auth.user.info` (or in the URL)
-    and trust --tls-cert's CA with `ssl.ca.location`."""
+    and trust --tls-cert's CA with `ssl.ca.location`.
+
+    Example: treedist registry serve -c deploy.yaml --cluster c1 --port 8081"""
     from treedist.ops.logs import setup_logging
     from treedist.registry.serve import serve_forever
 

@@ -23,7 +23,9 @@ def register(app: typer.Typer) -> None:
 
 @schemas_app.command("diff")
 def diff(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
-    """Every cluster's registry side by side with the primary's; exit 1 on a difference."""
+    """Every cluster's registry side by side with the primary's; exit 1 on a difference.
+
+    Example: treedist schemas diff -c deploy.yaml"""
     from treedist.registry.diff import compare, fetch_view
 
     deployment = load(config)

@@ -25,7 +25,9 @@ def register(app: typer.Typer) -> None:
 
 @topics_app.command("diff")
 def diff_command(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
-    """Per logical topic and cluster: missing topics, partition counts, config drift; exit 1 on drift."""
+    """Per logical topic and cluster: missing topics, partition counts, config drift; exit 1 on drift.
+
+    Example: treedist topics diff -c deploy.yaml"""
     from treedist.topics import TopicSyncError
     from treedist.topics.drift import drift_report
     from treedist.topics.sync import TopicSync, sync_rules
@@ -79,7 +81,9 @@ def sync_command(
     config: Path = ConfigOption,
     dry_run: bool = typer.Option(False, "--dry-run", help="Only print what a pass would change."),
 ) -> None:
-    """One topic sync pass: create missing topics, add partitions, copy configs; print what it did."""
+    """One topic sync pass: create missing topics, add partitions, copy configs; print what it did.
+
+    Example: treedist topics sync -c deploy.yaml --dry-run"""
     from treedist.topics.reconcile import describe, describe_conflict
     from treedist.topics.sync import TopicSync
 

@@ -22,7 +22,9 @@ def register(app: typer.Typer) -> None:
 
 @topology_app.command("show")
 def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
-    """Show the tree and every cluster's distributors (level, mask, bit, subtree, target)."""
+    """Show the tree and every cluster's distributors (level, mask, bit, subtree, target).
+
+    Example: treedist topology show -c deploy.yaml"""
     topo = load(config).topology()
     if as_json:
         print_json(
@@ -60,7 +62,9 @@ def simulate_command(
     origin: str = typer.Option(..., "--origin", help="Cluster the record is produced on."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Walk one record from ORIGIN through the distributors: hops and receipts per cluster."""
+    """Walk one record from ORIGIN through the distributors: hops and receipts per cluster.
+
+    Example: treedist simulate -c deploy.yaml --origin c1"""
     deployment = load(config)
     deployment.cluster(origin)  # a clear error for an unknown cluster
     topo = deployment.topology()

@@ -44,7 +44,9 @@ def worker(
     log_file: Path = LogFileOption,
 ) -> None:
     """Run one worker until SIGTERM or Ctrl-C: its units stop cleanly (batches settle), its
-    leadership and lease are given back, so the others take over at once."""
+    leadership and lease are given back, so the others take over at once.
+
+    Example: treedist worker -c deploy.yaml --label dc=eu1 --status-port 8090"""
     from treedist.config import load_spec
     from treedist.control.view import ViewServer
     from treedist.control.worker import Worker, WorkerOptions

@@ -1,5 +1,5 @@
 """`--help` reads well (issue 32): help text is reflowed, so no paragraph breaks mid-sentence,
-and the commands operators use most end with an example. Runs the real command tree in
+and every command ends with an example. Runs the real command tree in
 process (typer's CliRunner), at a terminal wide enough that any line break left in the
 output would come from the help text itself."""
 
@@ -57,8 +57,15 @@ def test_the_main_help_lists_each_command_on_one_line():
         assert any(line.strip().startswith("│ " + name) and first in line for line in output.splitlines()), name
 
 
-@pytest.mark.parametrize("path", [["run"], ["local", "up"], ["verify"], ["status"], ["config", "schema"]])
-def test_the_commands_operators_use_most_end_with_an_example(path):
+LEAVES = [p for p, command in _commands() if not hasattr(command, "commands")]
+
+
+def test_the_commands_operators_use_most_are_among_those_checked():
+    assert {"run", "local up", "verify", "status", "config schema"} <= {" ".join(p) for p in LEAVES}
+
+
+@pytest.mark.parametrize("path", LEAVES, ids=[" ".join(p) for p in LEAVES])
+def test_every_command_ends_with_an_example(path):
     output = _help(path)
     description = output.split("╭")[0].rstrip().splitlines()
     assert description[-1].strip().startswith(f"Example: treedist {' '.join(path)} "), description[-1]
