@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 import sys
 
 import typer
@@ -42,7 +43,10 @@ def _reflow(text: str) -> str:
     keeps a docstring's line breaks, and `--help` broke lines mid-sentence). A paragraph that
     starts with click's `\\b` line, or whose lines are a list or indented, keeps its lines."""
     paragraphs = []
-    for paragraph in inspect.cleandoc(text).split("\n\n"):
+    for paragraph in re.split(r"\n[ \t]*\n", inspect.cleandoc(text)):
+        paragraph = paragraph.strip("\n")
+        if not paragraph.strip():
+            continue
         lines = paragraph.splitlines()
         if paragraph.startswith("\b") or any(line.startswith((" ", "- ", "* ")) for line in lines):
             paragraphs.append(paragraph)

@@ -46,7 +46,6 @@ def audit(
     min.insync.replicas; unclean.leader.election.enable=false on topics and brokers; broker
     defaults for new topics when the broker reports them. treedist's own producers:
     acks=all and enable.idempotence=true. Exits 1 when anything breaches.
-    
 
     Example: treedist audit -c deploy.yaml -N 1"""
     require_count("failures", failures, minimum=0)

@@ -69,3 +69,19 @@ def test_every_command_ends_with_an_example(path):
     output = _help(path)
     description = output.split("╭")[0].rstrip().splitlines()
     assert description[-1].strip().startswith(f"Example: treedist {' '.join(path)} "), description[-1]
+
+
+@pytest.mark.parametrize("path", LEAVES, ids=[" ".join(p) for p in LEAVES])
+def test_every_example_parses_as_the_command_it_documents(path):
+    """The example's options exist and have valid values: parsed by the command itself, not run."""
+    import shlex
+
+    command = dict(_commands_by_path())[" ".join(path)]
+    example = next(p for p in command.help.split("\n\n") if p.startswith("Example: "))
+    words = shlex.split(example.removeprefix("Example: ").split(" > ")[0])
+    assert words[: len(path) + 1] == ["treedist", *path]
+    command.make_context(" ".join(words[: len(path) + 1]), words[len(path) + 1:])
+
+
+def _commands_by_path():
+    return [(" ".join(p), c) for p, c in _commands()]
