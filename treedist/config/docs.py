@@ -159,6 +159,11 @@ def _type(annotation: object, field: FieldInfo | None, where: dict[type, str]) -
     return f"{text} ({bounds})" if bounds else text
 
 
+# bool before int: a bool is an int to Python
+_SCALARS = ((bool, "bool"), (int, "integer"), (float, "number"), (SecretStr, "string (secret)"), (str, "string"),
+            (Path, "path"))
+
+
 def _plain_type(annotation: object, where: dict[type, str]) -> str:
     if annotation is type(None):
         return "null"
@@ -167,18 +172,9 @@ def _plain_type(annotation: object, where: dict[type, str]) -> str:
             return f"[section `{where[annotation]}`](#{_anchor(where[annotation])})"
         if issubclass(annotation, enum.Enum):
             return " | ".join(f"`{m.value}`" for m in annotation)
-        if issubclass(annotation, bool):
-            return "bool"
-        if issubclass(annotation, int):
-            return "integer"
-        if issubclass(annotation, float):
-            return "number"
-        if issubclass(annotation, SecretStr):
-            return "string (secret)"
-        if issubclass(annotation, str):
-            return "string"
-        if issubclass(annotation, Path):
-            return "path"
+        for scalar, name in _SCALARS:
+            if issubclass(annotation, scalar):
+                return name
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Annotated:
         return _duration(list(args[1:])) or _plain_type(args[0], where)
