@@ -72,10 +72,9 @@ VarValue = Annotated[StrictStr, AfterValidator(check_var_value)]
 
 
 class ClusterConfig(Frozen):
-    """One Kafka cluster. `client` passes librdkafka settings through (security included).
+    """One Kafka cluster (`clusters.<name>`); the keys are described on their fields.
 
-    `topic_format` maps the deployment's logical topic names to this cluster's physical ones
-    (treedist.topology.naming): `{topic}` exactly once, other placeholders filled from `vars`.
+    `topic_format` and `vars` are parsed by treedist.topology.naming.
     """
 
     bootstrap_servers: str = Field(
@@ -158,15 +157,8 @@ class ClusterConfig(Frozen):
 
 
 class TopicSyncConfig(Frozen):
-    """`topics.sync`: topic metadata sync (treedist.topics), a driver-side background job.
-
-    Copies topic creation, partition increases and topic-level configs of the distributed
-    topics between all clusters every `interval`. `authority` (a cluster name, default the
-    first cluster of the file) wins two different changes of one key in one interval.
-    `exclude_configs` are added to MirrorMaker 2's default exclude list; excluded keys are
-    never copied. `replication_factor` per cluster for topics the sync creates (a cluster
-    not listed: the broker's default). Cluster names are checked by the Deployment.
-    """
+    """`topics.sync`: topic metadata sync (treedist.topics), a driver-side background job; the
+    keys are described on their fields. Cluster names are checked by the Deployment."""
 
     enabled: StrictBool = Field(
         default=True,
@@ -330,14 +322,8 @@ def _failback(value: object) -> object:
 
 
 class TargetsConfig(Frozen):
-    """`targets` as a mapping: the overrides plus automatic target failover.
-
-    (`targets` as a list is the overrides alone, the original form.) With `failover`, a link
-    whose target leaf has not answered for `failover.after` switches to another leaf of the
-    same sibling subtree that answers, from its checkpoint; `failback` says when it switches
-    back: `manual` (default: only by a restart or a config change) or `{after: 10m}` of the
-    original target answering again.
-    """
+    """`targets` as a mapping: the overrides plus automatic target failover (`targets` as a
+    list is the overrides alone, the original form)."""
 
     overrides: tuple[TargetOverride, ...] = Field(
         default=(),
@@ -464,13 +450,8 @@ class DistributorConfig(Frozen):
 
 class SchemasConfig(Frozen):
     """Schema distribution (docs/schemas.md): schemas are registered on `primary` only and
-    copied from its `_schemas` topic to every other cluster's, subjects translated.
-
-    `registries` maps clusters to their registry URLs (clients, `treedist schemas diff`);
-    `subject_format` gives a cluster's subject naming where it differs from its
-    `topic_format` (same placeholders, values from the cluster's `vars`); `topic` is the
-    registries' storage topic (Confluent's `kafkastore.topic`).
-    """
+    copied from its `_schemas` topic to every other cluster's, subjects translated. Cluster
+    names are checked by the Deployment."""
 
     primary: StrictStr = Field(
         description="The cluster whose registry takes registrations; its `_schemas` topic is copied to "
