@@ -36,6 +36,10 @@ def json_schema() -> dict:
     """The JSON Schema of a deployment file (draft 2020-12, what YAML may hold: durations as
     numbers or strings), every key with its description; for editors and validators."""
     schema = Deployment.model_json_schema(mode="validation")
+    for definition in schema.get("$defs", {}).values():
+        # a section's docstring is written for the code's readers; editors show the
+        # description of the key that holds the section
+        definition.pop("description", None)
     return {"$schema": SCHEMA_ID, **schema, "title": TITLE, "description": SUMMARY}
 
 
