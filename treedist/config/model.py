@@ -357,8 +357,8 @@ Targets = Annotated[
 class SparkConfig(Frozen):
     master: str = Field(
         default="local[2,4]",
-        description="Spark master URL: `local[N,F]` runs in this process with N cores and F attempts per "
-                    "task (so a task failed by a broker error is retried); `spark://host:7077` a standalone "
+        description="Spark master URL: `local[N,F]` runs Spark on this machine with N cores and F attempts "
+                    "per task (so a task failed by a broker error is retried); `spark://host:7077` a standalone "
                     "cluster (docs/operations.md).",
     )
     app_name: str = Field(default="treedist", description="The Spark application's name (Spark UI, logs).")
