@@ -23,14 +23,17 @@ def register(app: typer.Typer) -> None:
 
 def _client(config: Path):
     from treedist.config import load_spec, parse_deployment
-    from treedist.control.etcd import EtcdClient
+    from treedist.control.connect import etcd_client
     from treedist.control.keys import Keys
 
     # references unresolved: these commands need the control section, not the workers' secrets
+    # (only control.auth.password, resolved by etcd_client)
     deployment = parse_deployment(load_spec(config), source=str(config), resolve=False)
     if deployment.control is None:
         raise ControlError(f"{config}: control: no control section; `treedist config` changes the live config in etcd")
-    return EtcdClient(list(deployment.control.etcd)), Keys(deployment.control.prefix)
+    client = etcd_client(deployment.control, str(config), unresolved=True)
+    # the third: this file's allow_unsafe_spark_conf, never etcd's (treedist.control.live.parse)
+    return client, Keys(deployment.control.prefix), deployment.control.allow_unsafe_spark_conf
 
 
 @config_app.command("set")
@@ -45,9 +48,9 @@ def set_(
     Example: treedist config set -c deploy.yaml distributor.trigger_interval=1s"""
     from treedist.control import live
 
-    client, keys = _client(config)
+    client, keys, unsafe_spark = _client(config)
     try:
-        _, revision = live.change(client, keys, changes)
+        _, revision = live.change(client, keys, changes, allow_unsafe_spark_conf=unsafe_spark)
     finally:
         client.close()
     from treedist.config.secrets import mask_assignment
@@ -66,7 +69,7 @@ def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
 
     from treedist.control import live
 
-    client, keys = _client(config)
+    client, keys, unsafe_spark = _client(config)
     try:
         kv = client.get(keys.config)
     finally:
@@ -77,7 +80,8 @@ def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
 
     # unresolved: references are shown, never the values they stand for; SecretStr masks
     # secret keys, mask_spec the passwords in URLs
-    masked = mask_spec(live.load(kv, keys, resolve=False).model_dump(mode="json", exclude_defaults=True))
+    masked = mask_spec(live.load(kv, keys, resolve=False, allow_unsafe_spark_conf=unsafe_spark)
+                       .model_dump(mode="json", exclude_defaults=True))
     if as_json:
         print_json({"revision": kv.mod_revision, "deployment": masked})
     else:
@@ -93,9 +97,10 @@ def push(config: Path = ConfigOption) -> None:
     from treedist.config import load_spec
     from treedist.control import live
 
-    client, keys = _client(config)
+    client, keys, unsafe_spark = _client(config)
     try:
-        _, revision = live.replace(client, keys, load_spec(config), expected=None)
+        _, revision = live.replace(client, keys, load_spec(config), expected=None,
+                                   allow_unsafe_spark_conf=unsafe_spark)
     finally:
         client.close()
     console.print(f"live config replaced by {config} (etcd revision {revision})")

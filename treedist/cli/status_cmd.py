@@ -101,11 +101,14 @@ def print_status(snap: dict) -> None:
 def _control_status(deployment) -> dict:
     """The control plane's part of the status (treedist.control.status), or its error."""
     from treedist.control.errors import ControlError
-    from treedist.control.etcd import EtcdClient
+    from treedist.control.connect import etcd_client
     from treedist.control.keys import Keys
     from treedist.control.status import control_snapshot
 
-    client = EtcdClient(list(deployment.control.etcd), attempts=1)
+    try:
+        client = etcd_client(deployment.control, "control", attempts=1)
+    except ControlError as err:
+        return {"error": str(err).splitlines()[0], "workers": [], "units": []}
     try:
         return control_snapshot(client, Keys(deployment.control.prefix))
     except ControlError as err:

@@ -10,6 +10,9 @@ control:
   strategy: fair                    # fair (unit count) | balanced (records/s, CPU, memory)
   rebalance: {threshold: 0.25, cooldown: 60s, max_moves_per_hour: 12}
   affinity: true                    # prefer workers whose labels match the source cluster's labels
+  etcd_tls: {ca: /etc/treedist/etcd-ca.crt, cert: /etc/treedist/etcd-client.crt, key: /etc/treedist/etcd-client.key}
+  auth: {user: treedist, password: "${env:ETCD_PASSWORD}"}   # etcd's users and roles
+  allow_unsafe_spark_conf: false    # honoured from the local file only, never from etcd
 ```
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, StrictBool, StrictStr, field_validator, model_validator
 
 from treedist.config.durations import Duration
 
@@ -39,6 +42,43 @@ class RebalanceConfig(_Frozen):
     max_moves_per_hour: int = Field(
         default=12, ge=0,
         description="Most rebalancing moves in any hour (each move restarts the unit on another worker); 0: none.",
+    )
+
+
+class EtcdTlsConfig(_Frozen):
+    """TLS to etcd's client URLs (which are then all `https://`)."""
+
+    ca: StrictStr | None = Field(
+        default=None, min_length=1,
+        description="PEM file of the CA that signed etcd's server certificate (etcd's `--trusted-ca-file` "
+                    "side); without it, the system's CAs.",
+    )
+    cert: StrictStr | None = Field(
+        default=None, min_length=1,
+        description="PEM client certificate, for an etcd started with `--client-cert-auth`. With etcd's "
+                    "authentication on, it must have no Common Name: etcd's JSON gateway refuses a "
+                    "certificate that has one (CVE-2018-16886); the user comes from `auth`.",
+    )
+    key: StrictStr | None = Field(
+        default=None, min_length=1,
+        description="PEM file of the client certificate's private key (unencrypted); given with `cert`.",
+    )
+
+    @model_validator(mode="after")
+    def _pair(self) -> "EtcdTlsConfig":
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("cert and key are given together (the client certificate and its private key)")
+        return self
+
+
+class EtcdAuthConfig(_Frozen):
+    """etcd's own authentication (`etcdctl auth enable`): a user whose role may touch the
+    deployment's `prefix`; treedist logs in for a token and renews it when etcd drops it."""
+
+    user: StrictStr = Field(min_length=1, description="etcd user name.")
+    password: SecretStr = Field(
+        description="The user's password; give it as `${env:NAME}` or `${file:/path}` so that neither the "
+                    "file nor etcd (the stored deployment) holds it (treedist.config.secrets).",
     )
 
 
@@ -77,6 +117,22 @@ class ControlConfig(_Frozen):
         description="Units prefer workers whose labels match their source cluster's `labels`.",
     )
 
+    etcd_tls: EtcdTlsConfig | None = Field(
+        default=None,
+        description="TLS to etcd: `{ca, cert, key}` PEM files; every URL of `etcd` is then `https://`.",
+    )
+    auth: EtcdAuthConfig | None = Field(
+        default=None,
+        description="etcd's authentication: `{user, password}`; the password preferably a secret reference.",
+    )
+    allow_unsafe_spark_conf: StrictBool = Field(
+        default=False,
+        description="Let `spark.conf` carry settings outside treedist's allow-list (extraJavaOptions, "
+                    "extraClassPath, plugins, jars, Python worker settings...: each can run code on every "
+                    "worker). Honoured only from the deployment file a worker or command is given, never "
+                    "from the live config in etcd.",
+    )
+
     @field_validator("etcd")
     @classmethod
     def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -98,6 +154,14 @@ class ControlConfig(_Frozen):
         if value < 2:
             raise ValueError(f"at least 2 s (etcd's leases count whole seconds), got {value}")
         return value
+
+    @model_validator(mode="after")
+    def _tls_urls(self) -> "ControlConfig":
+        if self.etcd_tls is not None:
+            plain = [url for url in self.etcd if not url.startswith("https://")]
+            if plain:
+                raise ValueError(f"etcd_tls is given but {plain[0]!r} is not https://")
+        return self
 
     @model_validator(mode="after")
     def _reports_within_the_lease(self) -> "ControlConfig":

@@ -589,7 +589,18 @@ class Deployment(Frozen):
                     )
         if self.schemas is not None:
             self._check_schemas(self.schemas)
+        self._check_spark_conf()
         return self
+
+    def _check_spark_conf(self) -> None:
+        """With a control section, the deployment travels through etcd to every worker's
+        Spark session: only allow-listed settings (treedist.config.spark_conf)."""
+        from treedist.config.spark_conf import refusal, unsafe_keys
+
+        if self.control is not None and not self.control.allow_unsafe_spark_conf:
+            refused = unsafe_keys(self.spark.conf)
+            if refused:
+                raise ValueError(refusal(refused[0]))
 
     def _check_sync_clusters(self) -> None:
         sync = self.topics.sync

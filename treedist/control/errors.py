@@ -22,6 +22,15 @@ class EtcdRefused(ControlError):
 
 
 NOT_FOUND = 5  # gRPC status code etcd uses for a missing lease
+PERMISSION_DENIED = 7  # the user's roles do not cover the key
+UNAUTHENTICATED = 16  # the auth token is invalid or expired: log in again
+
+
+class EtcdAuthError(ControlError):
+    """etcd will not deal with us as configured, and asking again will not change it: a wrong
+    user or password (control.auth), a key outside the user's roles, a server certificate
+    control.etcd_tls.ca does not trust, a client certificate etcd rejects. One line naming
+    the endpoint and the setting to look at."""
 
 
 class LeaseExpired(ControlError):

@@ -64,10 +64,21 @@ def stored_spec(kv: KeyValue, keys: Keys) -> dict:
     return spec
 
 
-def load(kv: KeyValue, keys: Keys, resolve: bool = True) -> Deployment:
+def load(kv: KeyValue, keys: Keys, resolve: bool = True, allow_unsafe_spark_conf: bool = False) -> Deployment:
     """The stored deployment, validated (ConfigError naming `etcd:<key>` and the field);
-    its references resolved unless `resolve` is False (showing it: references, not values)."""
-    return parse_deployment(stored_spec(kv, keys), source=source_name(keys), resolve=resolve)
+    its references resolved unless `resolve` is False (showing it: references, not values).
+    `allow_unsafe_spark_conf` is the local file's flag (see `parse`)."""
+    return parse(stored_spec(kv, keys), keys, resolve, allow_unsafe_spark_conf)
+
+
+def parse(spec: Mapping[str, Any], keys: Keys, resolve: bool = True, allow_unsafe_spark_conf: bool = False) -> Deployment:
+    """A deployment spec read from (or bound for) etcd, validated with the local file's
+    `control.allow_unsafe_spark_conf` in place of its own: etcd cannot lift the allow-list
+    of Spark settings (treedist.config.spark_conf) for the workers that read it."""
+    spec = dict(spec)
+    if isinstance(spec.get("control"), Mapping):
+        spec["control"] = {**spec["control"], "allow_unsafe_spark_conf": allow_unsafe_spark_conf}
+    return parse_deployment(spec, source=source_name(keys), resolve=resolve)
 
 
 def set_values(spec: Mapping[str, Any], assignments: Sequence[str]) -> dict:
@@ -139,19 +150,22 @@ def _next_segment(node: Any, rest: str) -> tuple[str, str]:
     return parts[0], ".".join(parts[1:])
 
 
-def change(client: EtcdClient, keys: Keys, assignments: Sequence[str]) -> tuple[Deployment, int]:
+def change(client: EtcdClient, keys: Keys, assignments: Sequence[str],
+           allow_unsafe_spark_conf: bool = False) -> tuple[Deployment, int]:
     """Steps 1-4 of `config set`; returns the new deployment and the revision written."""
     kv = client.get(keys.config)
     if kv is None:
         raise ControlError(f"no deployment in etcd under {keys.config}: start a worker, or store one with `treedist config push`")
     spec = set_values(stored_spec(kv, keys), assignments)
-    return replace(client, keys, spec, expected=kv.mod_revision)
+    return replace(client, keys, spec, expected=kv.mod_revision, allow_unsafe_spark_conf=allow_unsafe_spark_conf)
 
 
-def replace(client: EtcdClient, keys: Keys, spec: Mapping[str, Any], expected: int | None) -> tuple[Deployment, int]:
-    """Steps 3-4 (also `config push`: `expected` None means "whatever is stored")."""
+def replace(client: EtcdClient, keys: Keys, spec: Mapping[str, Any], expected: int | None,
+            allow_unsafe_spark_conf: bool = False) -> tuple[Deployment, int]:
+    """Steps 3-4 (also `config push`: `expected` None means "whatever is stored").
+    `allow_unsafe_spark_conf` is the flag of the file of the command making the change."""
     # raises ConfigError naming the field; references checked for form, not resolved (see above)
-    deployment = parse_deployment(dict(spec), source=source_name(keys), resolve=False)
+    deployment = parse(spec, keys, resolve=False, allow_unsafe_spark_conf=allow_unsafe_spark_conf)
     guard = [Compare.mod_at(keys.config, expected)] if expected is not None else []
     result = client.txn(guard, [Op.put(keys.config, json.dumps(spec, sort_keys=True))])
     if not result.succeeded:
@@ -159,4 +173,4 @@ def replace(client: EtcdClient, keys: Keys, spec: Mapping[str, Any], expected: i
     return deployment, result.revision
 
 
-__all__ = ["ConfigError", "change", "load", "replace", "seed", "set_values", "source_name", "stored_spec"]
+__all__ = ["ConfigError", "change", "load", "parse", "replace", "seed", "set_values", "source_name", "stored_spec"]

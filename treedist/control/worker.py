@@ -46,7 +46,7 @@ from treedist.control import live
 from treedist.control.cache import MetadataCache
 from treedist.control.election import Election
 from treedist.control.errors import ControlError, EtcdUnavailable
-from treedist.control.etcd import EtcdClient
+from treedist.control.connect import etcd_client
 from treedist.control.identity import ensure_deployment_id
 from treedist.control.keys import Keys
 from treedist.control.manager import LoadManager
@@ -76,9 +76,12 @@ class Worker:
             raise ControlError(f"{file_name}: control: a worker needs a control section "
                                "(control: {etcd: [http://127.0.0.1:2379]}); see docs/control-plane.md")
         self.file_spec, self.file_name, self.options = dict(spec), file_name, options
+        # the file's control section, never etcd's: how to reach etcd (TLS, credentials) and
+        # whether spark.conf may leave the allow-list are not for whoever writes etcd to choose
         self.control = file_deployment.control
+        self.file_deployment = file_deployment
         self.keys = Keys(self.control.prefix)
-        self.client = EtcdClient(list(self.control.etcd), timeout_s=5.0, attempts=1)
+        self.client = etcd_client(self.control, file_name, timeout_s=5.0, attempts=1)
         self._spark_factory = spark_factory or _default_session
         self._stopping = stopping
         self._wake = threading.Event()
@@ -110,7 +113,7 @@ class Worker:
         elif json.dumps(stored, sort_keys=True, default=str) != json.dumps(self.file_spec, sort_keys=True, default=str):
             log.warning("the deployment in etcd (%s) differs from %s; running etcd's. Replace it with: "
                         "treedist config push -c %s", self.keys.config, self.file_name, self.file_name)
-        self.deployment = parse_deployment(stored, source=live.source_name(self.keys))
+        self.deployment = live.parse(stored, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf)
         self.cache = MetadataCache(self.client, self.control.prefix, self.deployment.control.resync_interval).start()  # step 3
         self.cache.on_change(self._wake.set)
         if not self.cache.wait_loaded(30):
@@ -126,11 +129,24 @@ class Worker:
         from treedist.pipeline.app import DistributionApp
 
         check_clients(self.deployment)  # step 4
-        self.spark = self._spark_factory(self.deployment)
+        self.spark = self._spark_factory(self._session_deployment())
         self.app = DistributionApp(self.deployment, self.spark, jobs=[], live_dir=self.options.state_dir / "live")
         self.app.begin()
         self.runner = UnitRunner(self.client, self.keys, self.options.name, self.cache, self.app,
                                  lease=lambda: self.membership.lease_id, lease_valid=self.membership.valid)
+
+    def _session_deployment(self) -> Deployment:
+        """What this worker's Spark session is built from: the live deployment with the local
+        file's `spark.master` and `spark.app_name`, and the live `spark.conf` checked against
+        the allow-list once more (treedist.config.spark_conf), whatever reached it from etcd."""
+        from treedist.config.spark_conf import refusal, unsafe_keys
+
+        conf = dict(self.deployment.spark.conf)
+        refused = [] if self.control.allow_unsafe_spark_conf else unsafe_keys(conf)
+        if refused:
+            raise ConfigError(f"{live.source_name(self.keys)}: {refusal(refused[0])}")
+        spark = self.file_deployment.spark.model_copy(update={"conf": conf})
+        return self.deployment.model_copy(update={"spark": spark})
 
     def _connect(self) -> None:
         started, attempt, backoff = time.monotonic(), 0, 1.0
@@ -187,7 +203,7 @@ class Worker:
             return
         revision = kv.mod_revision
         try:
-            deployment = live.load(kv, self.keys)
+            deployment = live.load(kv, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf)
         except (ConfigError, ControlError) as err:
             log.error("the live config at revision %d is invalid, keeping the current one: %s", revision, err)
             self.deployment_revision = revision
