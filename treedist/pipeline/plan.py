@@ -37,7 +37,10 @@ class LevelPlan:
     level: int
     mask: int
     bit: int
-    target: str  # default target; a task carries the target actually used (see ReadTask)
+    # The configured target: the target table's starting point (treedist.topology.targets,
+    # DistributionApp.targets). A batch copies where the table said when it was planned (the
+    # live-targets file -> ReadTask.targets); never changed by a failover.
+    target: str
     subtree: tuple[str, ...]  # the sibling subtree: every leaf a target may be switched to
 
 
@@ -60,8 +63,10 @@ class ClusterPlan:
     checkpoint: str  # this query's checkpoint directory
     legacy_checkpoints: Mapping[int, str]  # level -> the per-(cluster, level) checkpoint of old
     max_tasks: int = 2
-    # Worker mode (treedist.control): a JSON file {level: target} the planner reads before
-    # every batch, so a target switch takes effect at the next batch without a restart.
+    # The target table's row of this cluster as a JSON file {level: target}, written by the
+    # driver (DistributionApp) whenever it changes; the planner reads it before every batch,
+    # so a switch takes effect at the next batch. None (a plan used outside an application):
+    # the configured targets.
     live_targets: str | None = None
     min_records_per_task: int = MIN_RECORDS_PER_TASK
     # Start-up (`DistributionApp.start`): while this driver-local file exists, the query's first
