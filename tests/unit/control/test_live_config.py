@@ -67,3 +67,21 @@ def test_invariant_setting_then_reading_gives_the_value_and_leaves_the_rest(valu
     spec = set_values(SPEC, [f"extra.{k}={json.dumps(v, ensure_ascii=False)}" for k, v in values.items()])  # JSON is YAML
     assert spec["extra"] == values if values else "extra" not in spec
     assert {k: v for k, v in spec.items() if k != "extra"} == SPEC
+
+
+CONTROLLED = {**SPEC, "control": {"etcd": ["http://127.0.0.1:2379"]},
+              "spark": {"conf": {"spark.sql.shuffle.partitions": "4", "spark.driver.extraJavaOptions": "-javaagent:/tmp/x.jar"}}}
+
+
+def test_etcd_cannot_lift_the_spark_allow_list_only_the_local_files_flag_can():
+    from treedist.control.keys import Keys
+    from treedist.control.live import parse
+
+    stored = json.loads(json.dumps(CONTROLLED))
+    stored["control"]["allow_unsafe_spark_conf"] = True  # written into etcd by whoever can write it
+    with pytest.raises(ConfigError) as err:
+        parse(stored, Keys("/treedist"))  # a worker whose own file does not allow it
+    assert "etcd:/treedist/config" in str(err.value) and "'spark.driver.extraJavaOptions'" in str(err.value)
+    assert "control.allow_unsafe_spark_conf" in str(err.value)
+    allowed = parse(stored, Keys("/treedist"), allow_unsafe_spark_conf=True)  # the worker's own file allows it
+    assert allowed.spark.conf["spark.driver.extraJavaOptions"] == "-javaagent:/tmp/x.jar"
