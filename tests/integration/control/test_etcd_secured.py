@@ -178,6 +178,9 @@ def test_config_push_and_show_work_with_tls_and_a_password_by_reference(secured_
     assert secured_etcd.password not in shown.stdout + shown.stderr + pushed.stdout + pushed.stderr
     stored = _client(secured_etcd).get(f"{prefix}/config").json()
     assert stored["control"]["auth"]["password"] == "${env:TD_ETCD_PASSWORD}"  # the reference, never the value
+    unsafe = _cli("config", "set", "-c", str(config), "spark.conf={spark.plugins: com.example.Evil}", env=env)
+    _one_line_exit_2(unsafe, "'spark.plugins'", "allow-list")
+    assert "spark" not in _client(secured_etcd).get(f"{prefix}/config").json()  # nothing written
 
 
 def test_cli_wrong_password_untrusted_ca_and_outside_prefix_are_exit_2_in_one_line(secured_etcd, tmp_path):
@@ -198,3 +201,38 @@ def test_cli_wrong_password_untrusted_ca_and_outside_prefix_are_exit_2_in_one_li
     unset = subprocess.run([TREEDIST, "config", "show", "-c", str(_deployment_file(tmp_path, secured_etcd))],
                            capture_output=True, text=True, timeout=180, env=env, stdin=subprocess.DEVNULL)
     _one_line_exit_2(unset, "control.auth.password", "${env:TD_ETCD_PASSWORD}", "is not set")
+
+
+# -- the worker (what happens before it starts Spark; tests/e2e/test_secured_etcd.py runs one) --
+
+
+def _worker(config: Path, env: dict, tmp_path: Path) -> subprocess.CompletedProcess:
+    return _cli("worker", "-c", str(config), "--name", "w-secured", "--state-dir", str(tmp_path / "state"),
+                "--connect-timeout", "4", env=env)
+
+
+def test_a_worker_with_a_wrong_password_or_an_untrusted_ca_stops_with_one_line_exit_2(secured_etcd, tmp_path):
+    wrong = _worker(_deployment_file(tmp_path, secured_etcd), {"TD_ETCD_PASSWORD": "wrong-password-y"}, tmp_path)
+    assert wrong.returncode == 2, wrong.stdout + wrong.stderr
+    out = wrong.stdout + wrong.stderr
+    assert "could not log in" in out and "control.auth" in out and "Traceback" not in out and "wrong-password-y" not in out
+    untrusted = dict(secured_etcd.control()["etcd_tls"], ca=str(secured_etcd.untrusted_ca))
+    refused = _worker(_deployment_file(tmp_path, secured_etcd, etcd_tls=untrusted), {"TD_ETCD_PASSWORD": secured_etcd.password},
+                      tmp_path)
+    assert refused.returncode == 2 and "control.etcd_tls.ca" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+
+
+def test_a_worker_refuses_unsafe_spark_settings_stored_in_etcd_even_when_etcd_says_they_are_allowed(secured_etcd, tmp_path):
+    prefix = f"{PREFIX}/unsafe-{uuid.uuid4().hex[:8]}"
+    config = _deployment_file(tmp_path, secured_etcd, prefix=prefix)
+    planted = yaml.safe_load(config.read_text())
+    # what someone who can write etcd (not the deployment file) would store
+    planted["spark"] = {"conf": {"spark.driver.extraJavaOptions": "-javaagent:/tmp/evil.jar"}}
+    planted["control"]["allow_unsafe_spark_conf"] = True
+    client = _client(secured_etcd)
+    client.put(f"{prefix}/config", json.dumps(planted))
+    client.close()
+    result = _worker(config, {"TD_ETCD_PASSWORD": secured_etcd.password}, tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert "'spark.driver.extraJavaOptions'" in out and f"etcd:{prefix}/config" in out and "Traceback" not in out, out
