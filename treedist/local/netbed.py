@@ -89,6 +89,13 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
+def scala_version() -> str:
+    """The Scala version of PySpark's jars (`spark-core_2.13-*.jar` -> 2.13)."""
+    for jar in (spark_home() / "jars").glob("spark-core_*.jar"):
+        return jar.name.split("_", 1)[1].split("-", 1)[0]
+    raise NetBedError(f"no spark-core jar in {spark_home() / 'jars'}")
+
+
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S)
     if check and proc.returncode != 0:
@@ -236,7 +243,10 @@ class NetBed:
         for key in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
             env.pop(key, None)  # the caller's loopback choice must not leak into a host
         env.update({
-            "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": self.address(host),
+            # What bin/load-spark-env.sh exports: without it a worker cannot build an
+            # executor's command ("Cannot find any build directories").
+            "SPARK_HOME": str(spark_home()), "SPARK_SCALA_VERSION": scala_version(),
+            "SPARK_LOCAL_IP": self.address(host),
             "SPARK_WORKER_DIR": str(Path(self.base_dir) / f"{host}-work"),
         })
         return env
