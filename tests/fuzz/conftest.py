@@ -18,7 +18,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.fuzz)
-            item.add_marker(pytest.mark.timeout(HANG_S))
+            # thread: a hang dumps every stack and ends the run; a signal would only fail the
+            # current example, and hypothesis would then hang again shrinking it
+            item.add_marker(pytest.mark.timeout(HANG_S, method="thread"))
 
 
 @pytest.fixture(scope="session", autouse=True)

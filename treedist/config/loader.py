@@ -28,10 +28,20 @@ def load_spec(path: str | Path) -> object:
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not UTF-8 text (byte {err.start})") from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+        raise ConfigError(f"{path}: not valid YAML: {_yaml_problem(err)}") from None
     except RecursionError:
         raise ConfigError(f"{path}: a YAML alias refers to itself") from None
     return raw
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """YAML's complaint on one line, with where (its own message spans lines of excerpts)."""
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        context = f"{err.context}: " if err.context else ""
+        return " ".join(f"{context}{err.problem or 'invalid'}{where}".split())
+    return " ".join(str(err).split())
 
 
 def _reject_duplicate_keys(node: yaml.Node | None, where: str, source: str, seen_nodes: set[int] | None = None) -> None:

@@ -16,8 +16,10 @@ references; a URL's `user:password@` has its password printed as `***`.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -175,7 +177,16 @@ def _resolve_text(text: str, where: str, source: str, env: Mapping[str, str], re
 
 def _read_secret_file(path: str, what: str) -> str:
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: opening a FIFO that nobody writes to blocked forever (found by
+        # tests/fuzz/test_config.py); only a regular file is read (a device could stream forever)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            raise ConfigError(f"{what}: not a regular file (a FIFO, socket or device)")
+        with open(fd, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         raise ConfigError(f"{what}: cannot read: {err.strerror}") from None
