@@ -34,6 +34,8 @@ def worker(
                                                                           "this many seconds (default: keep retrying)."),
     status_port: int = typer.Option(0, "--status-port", help="Serve this worker's own view on "
                                                              "127.0.0.1:PORT/api/worker (or --bind; 0: off)."),
+    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve Prometheus metrics of the units this worker runs "
+                                                               "on 127.0.0.1:PORT/metrics (or --bind; 0: off)."),
     bind: str = BindOption,
     tls_cert: Path = TlsCertOption,
     tls_key: Path = TlsKeyOption,
@@ -74,6 +76,11 @@ def worker(
                 view = ViewServer(node.view, status_port, exposure=exposed).start()
                 stack.callback(view.stop)
                 console.print(f"worker view: {view.url}")
+            if metrics_port:
+                from treedist.ops.worker_metrics import serve_worker_metrics
+
+                metrics = serve_worker_metrics(stack, node.deployment, node.app, name, metrics_port, str(config), exposed)
+                console.print(f"metrics: {metrics.url}")
             console.print(f"worker {name} ({node.deployment_id}) running; stop with Ctrl-C or SIGTERM")
             node.run()
         except StopRequested as stop:
