@@ -436,6 +436,17 @@ class DistributorConfig(Frozen):
                     "verifying every delivery before the batch commits. The key stays so that files that "
                     "name it keep loading.",
     )
+    delivery: Literal["at_least_once", "exactly_once"] = Field(
+        default="at_least_once",
+        description=(
+            "What a fault may cost. 'at_least_once': a batch interrupted by a crash or an outage is "
+            "copied again (duplicates, never loss). 'exactly_once': a task's copies to a target and the "
+            "source positions they cover are committed in one Kafka transaction there, and a replayed "
+            "batch skips what its target already committed (no duplicates); needs transactions on every "
+            "cluster (checked at start) and consumers reading with isolation.level=read_committed "
+            "(docs/faults.md)."
+        ),
+    )
 
     @field_validator("mode", mode="before")
     @classmethod

@@ -77,6 +77,9 @@ class ClusterPlan:
     # Every cluster any query of the deployment copies to -> its producer settings: a Python
     # worker builds an idle producer for each at its first task (`clients.warm_producers`).
     warm_producers: Mapping[str, Mapping[str, str]] | None = None
+    # `distributor.delivery`: "exactly_once" commits each task's copies to a target with their
+    # source positions in one transaction there (treedist.pipeline.transactions).
+    delivery: str = "at_least_once"
 
     @property
     def query_name(self) -> str:
@@ -150,6 +153,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
         max_tasks=max_tasks,
         live_targets=live_targets,
+        delivery=settings.delivery,
     )
 
 

@@ -6,7 +6,8 @@ run -c`): every cluster answers with those settings; a refused login, a failed T
 an unreachable cluster is one line naming the cluster and the cause. `preflight` (before the
 queries start): every cluster answers, and every distributed topic of a source exists on its
 target (under the target's name for it) with at least as many partitions (copies keep the
-partition number).
+partition number). In `distributor.delivery: exactly_once`, `check_connections` and
+`preflight` also check that every cluster runs transactions (`check_transactions`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from treedist.kafka import TopicMissing, admin_client, partition_counts
 from treedist.kafka.reach import REACH_TIMEOUT_S, ClusterConnectFailed, check_reachable
 from treedist.kafka.settings_check import ClientSettingError, check_client_settings
 from treedist.pipeline.plan import consumer_settings, producer_settings
+from treedist.pipeline.transactions import EXACTLY_ONCE, TransactionsUnsupported, probe_transactions
 from treedist.spark.errors import SparkOptionError
 
 
@@ -64,6 +66,30 @@ def check_connections(deployment: Deployment, timeout_s: float = REACH_TIMEOUT_S
         failures = [f for f in pool.map(attempt, names) if f is not None]
     if failures:
         raise ClusterConnectFailed("; ".join(str(f) for f in failures), failures[0].cause)
+    check_transactions(deployment, timeout_s)
+
+
+def check_transactions(deployment: Deployment, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """In exactly_once only (driver): every cluster answers an InitProducerId with a probe
+    transactional.id, all at once (threads); raise TransactionsUnsupported naming every
+    cluster that does not, on one line, in the deployment's order."""
+    if deployment.distributor.delivery != EXACTLY_ONCE:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def attempt(name: str) -> TransactionsUnsupported | None:
+        settings = producer_settings(deployment.clusters[name].client_config(), deployment.distributor.delivery_timeout_ms)
+        try:
+            probe_transactions(name, settings, timeout_s)
+        except TransactionsUnsupported as err:
+            return err
+        return None
+
+    names = list(deployment.clusters)
+    with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix="transactions") as pool:
+        failures = [f for f in pool.map(attempt, names) if f is not None]
+    if failures:
+        raise TransactionsUnsupported("; ".join(str(f) for f in failures))
 
 
 def preflight(deployment: Deployment, attempts: int = 5, timeout: float = 5.0) -> dict[str, dict[str, int]]:
@@ -97,4 +123,5 @@ def preflight(deployment: Deployment, attempts: int = 5, timeout: float = 5.0) -
                 )
     if problems:
         raise TopicMissing("; ".join(sorted(set(problems))))
+    check_transactions(deployment)
     return counts

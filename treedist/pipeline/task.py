@@ -37,13 +37,15 @@ from typing import Iterator, Sequence
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from treedist.pipeline import ahead, clients
+from treedist.pipeline import ahead, clients, transactions
 from treedist.pipeline.copier import LevelCopy, RecordCopier, TaskStats
 from treedist.pipeline.errors import PipelineError
 from treedist.pipeline.plan import ClusterPlan
 from treedist.pipeline.positions import LevelRange, PartitionWindow, ReadTask
 from treedist.spark.offsets import TopicPartitionKey
 from treedist.spark.errors import KafkaSinkError
+from treedist.pipeline.transactions import transactional_settings
+from treedist.spark.options import SinkOptions
 from treedist.spark.produce import BatchProducer
 
 log = logging.getLogger(__name__)
@@ -107,6 +109,8 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
     targets = dict(task.targets)
     consumer = clients.take_consumer(plan.consumer)
     producers: dict[str, BatchProducer] = {}
+    exactly = plan.delivery == transactions.EXACTLY_ONCE
+    txns: dict[str, transactions.TargetTransaction] = {}
     done = False
     try:
         wanted = _max_partition_per_topic(task.windows)
@@ -114,9 +118,17 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         names = {t: _target_names(plan, wanted, t) for t in set(level_targets)}
         for target in level_targets:
             if target not in producers:
-                producers[target] = clients.take_producer(plan.producers[target])
+                if exactly:  # a new transactional producer per task and target (transactions docstring)
+                    producers[target] = BatchProducer(SinkOptions(kafka=transactional_settings(
+                        plan.producers[target], plan.cluster, target, _task_index())))
+                else:
+                    producers[target] = clients.take_producer(plan.producers[target])
                 _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()})
-        clients.warm_producers(plan.warm_producers, [plan.producers[t] for t in producers])
+        windows = task.windows
+        if exactly:
+            windows = _begin_transactions(plan, task, level_targets, names, producers, txns)
+        else:
+            clients.warm_producers(plan.warm_producers, [plan.producers[t] for t in producers])
         level_copies = [
             LevelCopy(
                 lp.level, lp.mask, lp.bit, producers[t].raw.produce, producers[t].produce_when_queue_drains,
@@ -128,8 +140,12 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             plan.cluster, level_copies, plan.flags_header, plan.origin_header, plan.malformed_policy, plan.max_record_bytes
         )
         directory = ahead.ahead_dir(plan.checkpoint)
-        beyond: dict | None = {} if task.batch and task.ahead_limit != 0 and directory.is_dir() else None
-        read_windows(consumer, task.windows, copier.copy, plan.poll_timeout_s, beyond)
+        # No copying ahead in exactly_once: the positions a transaction records end at the
+        # windows' ends, and records copied past them would be copied again by the next batch.
+        beyond: dict | None = (
+            {} if task.batch and task.ahead_limit != 0 and not exactly and directory.is_dir() else None
+        )
+        read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
             copy_ahead(consumer, task, beyond, copier.copy, directory)
         consumer.unassign()
@@ -137,17 +153,56 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             producers[target].count(stats.copied, 0)
         for producer in producers.values():
             producer.finish()
+        for target, txn in txns.items():  # 4b. exactly_once: positions and copies committed together
+            txn.commit(task.batch, {lv: transactions.window_ends(task.windows, lv, names[target]) for lv in txn.levels})
         done = True
         return copier.stats
     finally:
         if done:  # the consumer was unassigned before the flush (step 4)
             clients.return_consumer(plan.consumer, consumer)
-            for target, producer in producers.items():
-                clients.return_producer(plan.producers[target], producer)
+            if not exactly:  # transactional producers are never kept (transactions docstring)
+                for target, producer in producers.items():
+                    clients.return_producer(plan.producers[target], producer)
         else:
+            for txn in txns.values():
+                txn.abort()
             for producer in producers.values():
                 producer.abandon()  # dropped, not returned: never reused after a failure
             consumer.close()
+
+
+def _task_index() -> int:
+    """The task's place in its batch (executor): part of its transactional.id, the same for
+    every attempt of the task. 0 outside Spark (tests that call run_task directly)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+def _begin_transactions(plan: ClusterPlan, task: ReadTask, level_targets: list[str], names: dict,
+                        producers: dict[str, BatchProducer], txns: dict) -> list[PartitionWindow]:
+    """exactly_once, before the copy (steps 1-3 of `treedist.pipeline.transactions`): per
+    target, fence the previous producer of the id, read the link's positions there, begin the
+    transaction. Returns the windows less what the targets already committed for this batch."""
+    committed: dict[tuple[int, str, int], int] = {}
+    level_names: dict[int, dict[str, str]] = {}
+    partitions = [(w.topic, w.partition) for w in task.windows]
+    for lp, target in zip(plan.levels, level_targets):
+        level_names[lp.level] = names[target]
+    for target in dict.fromkeys(level_targets):
+        levels = [lp.level for lp, t in zip(plan.levels, level_targets) if t == target]
+        txn = transactions.TargetTransaction(producers[target], plan.cluster, target, levels, plan.producers[target],
+                                             plan.metadata_timeout_s)
+        txns[target] = txn
+        txn.init()
+        committed.update(txn.committed(task.batch, names[target], partitions))
+        txn.begin()
+    windows = transactions.skip_committed(task.windows, committed, level_names)
+    if committed:
+        log.info("%s: replay of batch %s: the targets committed %d of its positions already; copying from there",
+                 plan.cluster, task.batch, len(committed))
+    return windows
 
 
 def _max_partition_per_topic(windows: Sequence[PartitionWindow]) -> dict[str, int]:
@@ -186,6 +241,7 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
     pending = {(w.topic, w.partition): w for w in windows}
     next_offset = {tp: w.from_offset for tp, w in pending.items()}
     consumer.assign([TopicPartition(w.topic, w.partition, w.from_offset) for w in windows])
+    fetching = {tp for tp in pending}
     last_progress = time.monotonic()
     while pending:
         # consume() waits until it has num_messages or the timeout passed: ask for what the
@@ -209,6 +265,8 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
         progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
         if pending and len(messages) < remaining:
             progressed |= _advance_by_position(consumer, pending, next_offset)
+        if pending and len(fetching) > len(pending):
+            _stop_fetching_complete(consumer, fetching, pending, windows, beyond)
         if progressed:
             last_progress = time.monotonic()
         elif time.monotonic() - last_progress > poll_timeout_s:
@@ -217,6 +275,26 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
                 f"no progress for {poll_timeout_s:.0f}s reading {stuck}; the planned range cannot be read "
                 f"fully (records lost or broker unreachable)"
             )
+
+
+def _stop_fetching_complete(consumer: Consumer, fetching: set, pending: dict, windows: Sequence[PartitionWindow],
+                            beyond: dict | None) -> None:
+    """Unassign the partitions whose window is complete (step 3), so that the broker's answers
+    and the consumer's queue carry only the windows still being read. Why: on a backlog, a
+    complete partition kept being fetched (up to `max.partition.fetch.bytes` per fetch) and
+    its records past the window's end crowded the other partitions out of the fetches; in a
+    single-link probe on Kafka (1M-record batches over 8 partitions, 750k records behind each),
+    5 windows were done after 4 s and the other 3 got nothing for the next 10 s
+    (docs/performance.md, "Single link: bursts"). A partition stays assigned while copying
+    ahead (step 3b) may still take its records: a uniform window, fewer than MAX_HELD_AHEAD
+    held. `incremental_unassign` also drops what librdkafka queued for it."""
+    held = sum(len(v) for v in beyond.values()) if beyond is not None else 0
+    uniform = {(w.topic, w.partition) for w in windows if w.uniform}
+    done = [tp for tp in fetching if tp not in pending
+            and (beyond is None or tp not in uniform or held >= MAX_HELD_AHEAD)]
+    if done:
+        consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
+        fetching.difference_update(done)
 
 
 def _flush(tp, run: list, pending: dict, next_offset: dict, on_records, beyond: dict | None = None) -> bool:
