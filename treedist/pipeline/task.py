@@ -25,6 +25,13 @@ Runs in an executor (a Python worker), inside the source's `read()`. Steps:
 5. only then hand the clients back for the next task and return the stats (the source
    yields one summary row; the batch reaches Spark's commit log only after every task of it
    returned). A failed task's clients are purged and dropped.
+
+In `distributor.delivery: exactly_once` (`treedist.pipeline.transactions`), step 1 builds a
+transactional producer per target for this task instead of taking a kept one, fences the
+previous producer of its id, reads the link's positions on the target and begins the
+transaction; step 2 skips what the target already committed for this batch (a replay); there
+is no step 3b; after step 4's `finish()` the positions (the windows' ends) are sent to the
+transaction and it is committed, target by target; a failure aborts the open transactions.
 """
 
 from __future__ import annotations
