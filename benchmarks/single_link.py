@@ -40,10 +40,13 @@ def main(argv=None) -> int:
     p.add_argument("--latency-rate", type=float, default=2000)
     p.add_argument("--latency-seconds", type=float, default=20)
     p.add_argument("--rounds", type=int, default=3, help="throughput rounds, each on fresh brokers; ratios are their medians")
+    p.add_argument("--delivery", choices=["at_least_once", "exactly_once"], default="at_least_once",
+                   help="(b)'s distributor.delivery (issue 35: exactly_once against at_least_once)")
     p.add_argument("--both-directions", action="store_true",
                    help="(b) runs both clusters' distributors (`treedist run -c`), not only the source's")
     args = p.parse_args(argv)
     facts = cli.begin(args, records=40_000, latency_seconds=5, rounds=1)
+    facts["delivery"] = args.delivery
     facts["distributors"] = "src and dstb (treedist run -c)" if args.both_directions else "src only (unit messages/src)"
     records = Records(args.records, args.partitions, args.value_bytes)
     with Workbench() as bench:
@@ -101,7 +104,8 @@ def one_round(bench: Workbench, args, records: Records, index: int, latency: boo
 
     log("(b) treedist")
     config = write_deployment(bench.dir / f"single{index}.yaml", {"src": boot["src"], "dstb": boot["dstb"]},
-                              LINK, [TOPIC, LAT], bench.dir / f"ck{index}", args.master)
+                              LINK, [TOPIC, LAT], bench.dir / f"ck{index}", args.master,
+                              distributor={"delivery": args.delivery})
     sampler = LandingSampler({"dstb": Counts(boot["dstb"], TOPIC, args.partitions)}, {"dstb": records.count}).start()
     run = bench.treedist(f"treedist{index}", config, units=None if args.both_directions else ["messages/src"])
     if not sampler.wait(600, check=run.check):

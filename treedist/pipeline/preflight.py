@@ -38,6 +38,11 @@ def check_clients(deployment: Deployment) -> None:
             raise ClientSettingError(f"cluster {name!r}: clusters.{name}.client: {err}") from None
         # Not a librdkafka setting: confluent-kafka's own, which the sink turns into a bool.
         merged.pop("delivery.report.only.error", None)
+        if deployment.distributor.delivery == EXACTLY_ONCE and merged.get("isolation.level") != "read_committed":
+            # an aborted copy read as if committed would travel a second hop
+            raise ClientSettingError(f"cluster {name!r}: clusters.{name}.client.isolation.level="
+                                     f"{merged.get('isolation.level')!r}: distributor.delivery: exactly_once reads "
+                                     f"with 'read_committed' only")
         try:
             check_client_settings(name, merged, user_keys)
         except ClientSettingError as err:

@@ -77,3 +77,20 @@ def test_skipping_never_copies_below_a_committed_position_nor_skips_above_it(spa
             assert w.partition not in out
         else:
             assert out[w.partition].levels == (LevelRange(1, start, r.until_offset),)
+
+
+def test_exactly_once_refuses_a_cluster_read_uncommitted_naming_it():
+    import pytest
+
+    from treedist.config import parse_deployment
+    from treedist.kafka.settings_check import ClientSettingError
+    from treedist.local.deployment import local_deployment
+    from treedist.pipeline.preflight import check_clients
+
+    spec = local_deployment({"a": "127.0.0.1:1", "b": "127.0.0.1:2"}, topics=["t"], checkpoint_location="/tmp/ck",
+                            distributor={"delivery": "exactly_once"})
+    spec["clusters"]["b"]["client"] = {"isolation.level": "read_uncommitted"}
+    with pytest.raises(ClientSettingError, match=r"clusters\.b\.client\.isolation\.level"):
+        check_clients(parse_deployment(spec, "<test>"))
+    spec["distributor"]["delivery"] = "at_least_once"  # allowed there: duplicates are allowed anyway
+    check_clients(parse_deployment(spec, "<test>"))
