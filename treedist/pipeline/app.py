@@ -436,32 +436,38 @@ class DistributionApp:
         table. A link with a switch is restarted from its checkpoint on the table's targets:
         the batch in flight to the lost target was not committed, so it is copied again, to
         the new one (at most one batch repeated, nothing lost). The offset jobs read the same
-        table: their next pass sends the group commits to the new target."""
+        table: their next pass sends the group commits to the new target.
+
+        Decided for every source cluster whose query or offset job runs here: a control-plane
+        worker may run a cluster's offsets unit without its messages unit, and decides its
+        failover from its own probes of the same clusters (the table is per driver)."""
         settings = self.deployment.target_failover
         if settings.failover is None:
             return
         failback = settings.failback.after if settings.failback is not None else None
-        for name, run in self.running.items():
-            if run.supervision.state is LinkState.STOPPED:
+        queries = {run.plan.cluster: (name, run) for name, run in self.running.items()}
+        offsets_here = {job.name.removeprefix("offsets-") for job in self.scheduler.jobs if job.name.startswith("offsets-")}
+        for cluster in sorted(set(queries) | offsets_here):
+            name, run = queries.get(cluster, (None, None))
+            if run is not None and run.supervision.state is LinkState.STOPPED:
                 continue
             changed = []
-            for lp in run.plan.levels:
-                current = self.targets.current(run.plan.cluster, lp.level)
+            for level, current in self.targets.of(cluster).items():
                 target = choose_target(
-                    source=run.plan.cluster, current=current, configured=self.targets.configured(run.plan.cluster, lp.level),
-                    subtree=lp.subtree, down_for=self.health.down_for, up_for=self.health.up_for,
-                    after=settings.failover.after, failback_after=failback,
+                    source=cluster, current=current, configured=self.targets.configured(cluster, level),
+                    subtree=self.targets.subtree(cluster, level), down_for=self.health.down_for,
+                    up_for=self.health.up_for, after=settings.failover.after, failback_after=failback,
                 )
                 if target != current:
-                    changed.append(self.targets.switch(run.plan.cluster, lp.level, target, time.time()))
-            if not changed:
-                continue
+                    changed.append(self.targets.switch(cluster, level, target, time.time()))
             for switch in changed:
                 back = switch.kind == "failback"
                 log.warning("distributor %s: %s from %s to %s (%s)", switch.distributor,
                             "failing back" if back else "failing over", switch.source, switch.to,
                             f"{switch.source} has not answered for {self.health.down_for(switch.source):.0f} s"
                             if not back else f"{switch.to} has answered for {self.health.up_for(switch.to):.0f} s")
+            if not changed or run is None:
+                continue
             if run.query.isActive:
                 try:
                     run.query.stop()  # the batch in flight to a lost target is not committed: replayed to the new one
