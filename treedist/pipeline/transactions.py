@@ -6,7 +6,8 @@ part (names, which records a replay skips, the positions a transaction records) 
 without a broker; `TargetTransaction` does the I/O.
 
 Where the positions live: consumer-group offsets on the TARGET, one group per link
-(`treedist.link.<source>.L<level>`), keyed by the target's name of the topic and the
+(`treedist-link.<source>.L<level>`: named like treedist's own groups, `treedist-*`, which offset
+distribution never copies), keyed by the target's name of the topic and the
 partition (the copies keep the partition number), value = the next source offset to copy,
 metadata = the batch token (`positions.batch_token` of the batch's end). They are written
 with `send_offsets_to_transaction`, so they become visible exactly when the copies do.
@@ -78,7 +79,7 @@ class TransactionsUnsupported(PipelineError):
 
 def positions_group(source: str, level: int) -> str:
     """The consumer group, on the link's target, that holds the link's source positions."""
-    return f"treedist.link.{source}.L{level}"
+    return f"treedist-link.{source}.L{level}"
 
 
 def transactional_id(source: str, target: str, index: int) -> str:

@@ -22,7 +22,7 @@ def _window(topic: str, partition: int, *ranges: tuple[int, int, int]) -> Partit
 
 
 def test_names_are_per_link_and_per_task():
-    assert positions_group("c1", 2) == "treedist.link.c1.L2"
+    assert positions_group("c1", 2) == "treedist-link.c1.L2"
     assert transactional_id("c1", "c3", 1) == "treedist.c1.c3.t1"
 
 
