@@ -59,3 +59,57 @@ def test_invalid_yaml_is_a_one_line_config_error_with_line_and_column(tmp_path):
         load_deployment(path)
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"{path}: not valid YAML: ") and "line 3, column 2" in message
+
+
+# -- registry -------------------------------------------------------------------------------
+
+
+def test_a_schema_type_that_is_not_a_string_is_422_not_a_type_error():
+    # found by test_any_request_body_...: {"schema": ..., "schemaType": [0]} reached the
+    # lru_cache of avro.parse (unhashable list): a TypeError, a 500 over HTTP
+    from treedist.registry import errors
+    from treedist.registry.server import _schema_of
+
+    with pytest.raises(errors.InvalidSchema, match="schemaType"):
+        _schema_of({"schema": '"int"', "schemaType": [0]})
+
+
+def test_references_that_are_not_a_list_of_objects_are_422_not_a_type_error():
+    # found alongside: {"references": 1} made tuple(1) raise TypeError (a 500)
+    from treedist.registry import errors
+    from treedist.registry.server import _references_of
+
+    for bad in (1, "x", [1], {"a": 1}):
+        with pytest.raises(errors.InvalidSchema, match="references"):
+            _references_of({"schema": '"int"', "references": bad})
+    assert _references_of({"references": None}) == () and _references_of({"references": [{"name": "x"}]}) == ({"name": "x"},)
+
+
+def test_a_long_schema_type_is_not_quoted_whole():
+    from treedist.registry import errors
+    from treedist.registry.avro import parse
+
+    with pytest.raises(errors.InvalidSchema) as caught:
+        parse('"int"', "X" * 5000)
+    assert len(caught.value.message) < 300
+
+
+@pytest.mark.filterwarnings("ignore::avro.errors.IgnoredLogicalType")
+def test_the_canonical_form_of_a_logical_primitive_is_idempotent():
+    # found by test_any_schema_text_...: avro's canonical form of {"type":"int","logicalType":"date"}
+    # was {"type":"int"}, whose canonical form is "int"
+    from treedist.registry.avro import parse
+
+    parsed = parse('{"type": "int", "logicalType": "date"}', "AVRO", True)
+    assert parsed.text == parsed.canonical == '"int"'
+    assert parse(parsed.text, "AVRO", True).text == parsed.text
+
+
+def test_an_error_type_schema_is_incompatible_not_a_500():
+    # found by test_any_schema_text_...: avro's compatibility checker raised
+    # AvroRuntimeException("Unknown schema type: error") out of a registration
+    from treedist.registry.avro import incompatibilities, parse
+
+    error_type = parse('{"type": "error", "name": "Order", "fields": []}')
+    problems = incompatibilities("BACKWARD", error_type, [parse('{"type": "record", "name": "Order", "fields": []}')])
+    assert problems and "cannot be checked" in problems[0]

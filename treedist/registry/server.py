@@ -139,7 +139,7 @@ def build_app(store: KafkaStore, role: Role, hosts: Iterable[str] = (), auth: Ba
         body = request.state.body
         text, kind = _schema_of(body)
         return store.decide_and_write(
-            lambda s: rules.register(s, subject(request), text, kind, tuple(body.get("references") or ()), q(request, "normalize"), refused)
+            lambda s: rules.register(s, subject(request), text, kind, _references_of(body), q(request, "normalize"), refused)
         )
 
     def lookup(request: Request) -> object:
@@ -302,4 +302,15 @@ def _schema_of(body: dict) -> tuple[str, str]:
         raise errors.InvalidSchema("the request body needs a \"schema\" string")
     if guard.nesting_depth(text) > guard.MAX_DEPTH:
         raise errors.InvalidSchema(f"the schema nests deeper than {guard.MAX_DEPTH} levels")
-    return text, body.get("schemaType") or AVRO
+    kind = body.get("schemaType") or AVRO
+    if not isinstance(kind, str):  # a list here was a TypeError and a 500 (found by tests/fuzz)
+        raise errors.InvalidSchema("\"schemaType\" must be a string")
+    return text, kind
+
+
+def _references_of(body: dict) -> tuple[dict, ...]:
+    """The body's `references`: a list of objects (a number here was a TypeError and a 500)."""
+    refs = body.get("references") or []
+    if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
+        raise errors.InvalidSchema("\"references\" must be a list of objects")
+    return tuple(refs)
