@@ -91,6 +91,8 @@ def test_a_worker_on_a_secured_etcd_runs_every_unit_and_refuses_unsafe_spark_set
         refused = _wait(lambda: f"live config at revision {revision} is invalid" in log.read_text(), 120)
         assert refused and "'spark.driver.extraJavaOptions'" in log.read_text()
         assert pool.workers["w1"].alive() and all_running()
+        for printed in (log, pool.workers["w1"].output):
+            assert secured_etcd.password not in printed.read_text()
     finally:
         codes = pool.stop_all(grace_s=60)
         client.close()
