@@ -1,0 +1,124 @@
+"""Faults on Apache Kafka in `distributor.delivery: exactly_once` (issue 35), on the 4-cluster
+reference tree: after each, `treedist verify --strict` passes: nothing missing, foreign, out of
+order or changed, and no duplicates (at_least_once allows those after a fault:
+test_crash_restart.py, test_faults.py). The results are in docs/faults.md."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from treedist.config import parse_deployment
+from treedist.local import LocalClusters
+from treedist.local.deployment import local_deployment
+from treedist.local.launcher import restart_broker, wait_ready
+from treedist.pipeline.app import DistributionApp
+
+from tests.e2e.test_crash_restart import kill_group, start_app, still_running
+from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce_concurrently, wait_for_counts, wait_until_complete
+
+pytestmark = pytest.mark.e2e
+CLUSTERS = ["c1", "c2", "c3", "c4"]
+TREEDIST = str(Path(sys.executable).parent / "treedist")
+
+
+def verify_strict(config: Path, topic: str) -> subprocess.CompletedProcess:
+    return subprocess.run([TREEDIST, "verify", "-c", str(config), "--topic", topic, "--strict", "--timeout", "30"],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_kill_9_of_treedist_mid_stream_then_restart_no_loss_no_duplicates(local_kafka, unique_topic, tmp_path):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
+    spec = local_deployment(
+        bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "checkpoints"),
+        spark={"master": "local[2,4]", "conf": {"spark.ui.enabled": "false"}},
+        distributor={"max_records_per_trigger": 400, "trigger_interval": "200 milliseconds", "delivery": "exactly_once"},
+    )
+    config = tmp_path / "deployment.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    deployment = parse_deployment(spec)
+    create_topic_everywhere(bootstrap, unique_topic, 4)
+    log = tmp_path / "app.log"
+
+    first = produce_concurrently(bootstrap, unique_topic, 3000, 4)
+    app = start_app(config, log)
+    try:
+        # Mid-stream: every cluster has received copies, and not every one has all of them.
+        # (Watermarks count transaction markers too: a count here is an upper bound.)
+        counts = wait_for_counts(bootstrap, unique_topic, 3000 + 1200, timeout=300, check=still_running(app, log))
+        assert all(v >= 3000 + 1200 for v in counts.values()), f"copying had not started everywhere: {counts}"
+        assert any(v < first for v in counts.values()), f"distribution finished before the kill: {counts}"
+    finally:
+        kill_group(app, signal.SIGKILL)
+        app.wait(30)
+
+    second = produce_concurrently(bootstrap, unique_topic, 500, 4)
+    total = first + second
+    app = start_app(config, log)
+    try:
+        report = wait_until_complete(deployment, unique_topic, timeout=420, check=still_running(app, log))
+    finally:
+        kill_group(app, signal.SIGINT)
+        try:
+            app.wait(60)
+        except subprocess.TimeoutExpired:
+            kill_group(app, signal.SIGKILL)
+            app.wait(30)
+    assert report.expected == total
+    assert [c.missing for c in report.clusters] == [0] * len(CLUSTERS), report
+    print(f"kill -9, exactly_once: duplicates { {c.cluster: c.duplicated for c in report.clusters} }")
+    result = verify_strict(config, unique_topic)
+    assert result.returncode == 0, result.stdout + result.stderr + log.read_text()[-3000:]
+
+
+def test_a_target_broker_sigkilled_and_restarted_no_loss_no_duplicates(spark, unique_topic, tmp_path):
+    clusters = LocalClusters.start(CLUSTERS, tmp_path / "brokers")
+    try:
+        bootstrap = clusters.bootstrap
+        create_topic_everywhere(bootstrap, unique_topic, 3)
+        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "cp"),
+                                distributor={"trigger_interval": "200 milliseconds", "unreachable_after": "4s",
+                                             "delivery_timeout_ms": 30000, "delivery": "exactly_once"})
+        config = tmp_path / "deployment.yaml"
+        config.write_text(yaml.safe_dump(spec))
+        deployment = parse_deployment(spec)
+        app = DistributionApp(deployment, spark)
+        app.start()
+        try:
+            total = produce_concurrently(bootstrap, unique_topic, 200, 3)
+            # c4 is a target of c1, c2 and c3 (and a source): SIGKILL while every other cluster takes writes.
+            others = {c: bootstrap[c] for c in CLUSTERS if c != "c4"}
+            writes = ProducersAtRate(others, unique_topic, 3, rate=50).start()
+            time.sleep(5)
+            c4 = clusters.brokers["c4"]
+            os.killpg(c4.pid, signal.SIGKILL)  # its own process group (start_new_session): the JVM
+            killed_at = time.monotonic()
+            while time.monotonic() - killed_at < 15:
+                app.check()
+                time.sleep(1)
+            restarted = restart_broker(c4)  # same data dir, ports and options
+            clusters.brokers["c4"] = restarted
+            clusters.save()
+            wait_ready(restarted, timeout=180)
+            back_at = time.monotonic()
+            time.sleep(5)
+            total += writes.stop()
+            report = wait_until_complete(deployment, unique_topic, timeout=420, check=app.check)
+            print(f"target SIGKILL, exactly_once: every record everywhere {time.monotonic() - back_at:.1f} s after "
+                  f"the restart; duplicates { {c.cluster: c.duplicated for c in report.clusters} }")
+            assert report.expected == total
+            assert [c.missing for c in report.clusters] == [0] * len(CLUSTERS), report
+            result = verify_strict(config, unique_topic)
+            assert result.returncode == 0, result.stdout + result.stderr
+            assert not app.failed()
+        finally:
+            app.stop()
+    finally:
+        clusters.stop()
