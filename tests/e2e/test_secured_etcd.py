@@ -6,7 +6,8 @@ Invariants: the worker joins, leads and runs every unit, and the records produce
 cluster reach the other (verify: 0 missing, 0 unexpected); a live config carrying a Spark
 setting outside the allow-list, written straight into etcd with the allow flag set there,
 is refused by the running worker, which keeps its deployment and names the key; etcd holds
-the password's reference, never the password."""
+the password's reference, never the password, and no file the run wrote (logs, worker
+state, checkpoints, Spark's event log) holds it."""
 
 from __future__ import annotations
 
@@ -47,9 +48,14 @@ def test_a_worker_on_a_secured_etcd_runs_every_unit_and_refuses_unsafe_spark_set
     topic = f"secured-{uuid.uuid4().hex[:8]}"
     create_topic_everywhere(bootstrap, topic, 2)
     prefix = f"{PREFIX}/e2e-{uuid.uuid4().hex[:8]}"
+    events = tmp_path / "events"
+    events.mkdir()
     spec = local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "checkpoints"),
                             distributor={"trigger_interval": "300 milliseconds"},
-                            spark={"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}},
+                            # the event log, uncompressed, for the credential grep at the end
+                            spark={"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+                                            "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+                                            "spark.eventLog.compress": "false"}},
                             control=secured_etcd.control(prefix=prefix, lease_ttl="6s"))
     config = tmp_path / "deployment.yaml"
     config.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -97,3 +103,10 @@ def test_a_worker_on_a_secured_etcd_runs_every_unit_and_refuses_unsafe_spark_set
         codes = pool.stop_all(grace_s=60)
         client.close()
     assert codes == {"w1": 0}, codes
+    # the credential grep: the etcd password is in no file the run wrote (worker logs and
+    # state, checkpoints, Spark's event log)
+    written = [f for f in tmp_path.rglob("*") if f.is_file() and f.name != "deployment.yaml"]
+    event_logs = [f for f in written if events in f.parents and f.name.startswith("events_")]
+    assert event_logs and b"SparkListenerApplicationStart" in event_logs[0].read_bytes()  # plain text: greppable
+    leaked = [f for f in written if secured_etcd.password.encode() in f.read_bytes()]
+    assert not leaked, leaked
