@@ -4,6 +4,9 @@ Spark master and two workers each in theirs, the Kafka clusters in another. Exec
 both worker hosts (their addresses read from the driver's executor list and the master's REST
 status), and every record reaches every cluster exactly once (`treedist verify --strict`).
 
+Faults on the cluster: the link between the bridge and one worker's host down for 30 s, and
+every process of one worker's host SIGKILLed, mid-stream: nothing missing, duplicates allowed.
+
 Measured and printed (and written to `<bed>/measurements.json`): the time from the driver's
 launch to the first copy on every cluster, and the peak resident memory per host (the sum
 over the host's processes, sampled every second)."""
@@ -28,7 +31,7 @@ from treedist.local.deployment import local_deployment
 from treedist.local.launcher import stop_all
 from treedist.local.netbed import HOSTS, SPARK_WORKERS
 
-from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_until_complete
+from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce_concurrently, wait_until_complete
 from tests.fixtures.netbed import netbed  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.e2e
@@ -36,6 +39,7 @@ CLUSTERS = ["c1", "c2", "c3", "c4"]
 PARTITIONS = 3
 BEFORE, WHILE_RUNNING = 200, 400  # records per cluster produced before the driver starts, and after
 DRIVER_UI_PORT = 4040  # free: the driver host runs nothing else
+TREEDIST = str(Path(sys.executable).with_name("treedist"))
 
 
 class RssSampler:
@@ -74,8 +78,9 @@ def _tail(path: str, chars: int = 3000) -> str:
         return ""
 
 
-def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, tmp_path):
-    bed = netbed
+def _deployment(bed, tmp_path: Path, app_name: str) -> tuple[Path, object, str, dict[str, str]]:
+    """A fresh topic on every cluster with BEFORE records each, and the deployment running the
+    tree on the bed's master: (config file, deployment, topic, bootstrap)."""
     bootstrap = {c: bed.bootstrap[c] for c in CLUSTERS}
     assert all(b.startswith(bed.address("kafka") + ":") for b in bootstrap.values()), bootstrap
     topic = f"multihost-{uuid.uuid4().hex[:8]}"
@@ -83,35 +88,59 @@ def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, tmp_path):
     spec = local_deployment(
         bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "checkpoints"),
         distributor={"trigger_interval": "500 milliseconds"}, offsets={"enabled": False},
-        spark={"master": bed.master_url, "app_name": "treedist-multihost",
+        spark={"master": bed.master_url, "app_name": app_name,
                "conf": {"spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "512m",
                         "spark.ui.enabled": "true", "spark.ui.port": str(DRIVER_UI_PORT)}},
     )
     spec["topics"]["sync"] = {"enabled": False}
     config = tmp_path / "deployment.yaml"
     config.write_text(yaml.safe_dump(spec))
-    deployment = parse_deployment(spec)
     produce_concurrently(bootstrap, topic, BEFORE, PARTITIONS)
+    return config, parse_deployment(spec), topic, bootstrap
 
-    driver_ui = f"http://{bed.address('driver')}:{DRIVER_UI_PORT}"
-    treedist = str(Path(sys.executable).with_name("treedist"))
+
+def _start_driver(bed, config: Path, topic: str, bootstrap: dict[str, str]):
+    """`treedist run -c` on the driver host; waits for the first copy on every cluster (each
+    holds more than its own BEFORE records). Returns (process, seconds from launch to then)."""
     readers = {c: OffsetReader({"bootstrap.servers": s}, cluster=c, timeout_s=10.0) for c, s in bootstrap.items()}
+    launched = time.monotonic()
+    driver = bed.spawn("driver", [TREEDIST, "run", "-c", str(config)], "driver", str(config), cwd=str(config.parent))
+    try:
+        deadline = time.monotonic() + 300
+        while not all(r.record_count(topic) > BEFORE for r in readers.values()):
+            assert driver.is_ours(), f"the driver exited: {_tail(driver.log_file)}"
+            assert time.monotonic() < deadline, f"no copies after 300 s: {_tail(driver.log_file)}"
+            time.sleep(0.5)
+    except BaseException:
+        stop_all([driver.pid] if driver.is_ours() else [], grace=60)
+        raise
+    return driver, time.monotonic() - launched
+
+
+def _executors(bed) -> list[dict]:
+    """Every executor the driver had (live and dead), from its UI's REST API."""
+    driver_ui = f"http://{bed.address('driver')}:{DRIVER_UI_PORT}"
+    app_id = _get(driver_ui + "/api/v1/applications")[0]["id"]
+    return _get(f"{driver_ui}/api/v1/applications/{app_id}/allexecutors")
+
+
+def _lossless(report, total: int) -> None:
+    """Nothing missing or unexpected anywhere; duplicates (a replayed batch after a fault) allowed."""
+    for c in report.clusters:
+        assert (c.missing, c.unexpected, c.records - c.duplicated) == (0, 0, total), report.as_dict()
+    print(f"duplicates per cluster: { {c.cluster: c.duplicated for c in report.clusters} }")
+
+
+def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, tmp_path):
+    bed = netbed
+    config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost")
+    driver_ui = f"http://{bed.address('driver')}:{DRIVER_UI_PORT}"
     with RssSampler(bed) as rss:
-        launched = time.monotonic()
-        driver = bed.spawn("driver", [treedist, "run", "-c", str(config)], "driver", str(config), cwd=str(tmp_path))
+        driver, first_copy_s = _start_driver(bed, config, topic, bootstrap)
         try:
             def alive() -> None:
                 assert driver.is_ours(), f"the driver exited: {_tail(driver.log_file)}"
 
-            # the first copy on every cluster: each holds more than its own records
-            first_copy_s = None
-            deadline = time.monotonic() + 300
-            while first_copy_s is None:
-                alive()
-                assert time.monotonic() < deadline, f"no copies after 300 s: {_tail(driver.log_file)}"
-                if all(r.record_count(topic) > BEFORE for r in readers.values()):
-                    first_copy_s = time.monotonic() - launched
-                time.sleep(0.5)
             total = BEFORE * len(CLUSTERS) + produce_concurrently(bootstrap, topic, WHILE_RUNNING, PARTITIONS)
             report = wait_until_complete(deployment, topic, timeout=300, check=alive)
             assert all((c.missing, c.unexpected, c.duplicated) == (0, 0, 0) and c.records == total
@@ -130,10 +159,68 @@ def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, tmp_path):
         finally:
             stop_all([driver.pid] if driver.is_ours() else [], grace=60)
 
-    verify = subprocess.run([treedist, "verify", "-c", str(config), "--topic", topic, "--strict"],
+    verify = subprocess.run([TREEDIST, "verify", "-c", str(config), "--topic", topic, "--strict"],
                             capture_output=True, text=True, timeout=300)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     measured = {"time_to_first_copy_s": round(first_copy_s, 1), "records": total,
                 "peak_rss_mib": {h: round(v / 2**20) for h, v in rss.peak.items()}}
     (Path(bed.base_dir) / "measurements.json").write_text(json.dumps(measured, indent=2))
     print(f"\nmulti-host bed: {json.dumps(measured)}")
+
+
+FAULT_RATE = 50.0  # records/s per cluster while a fault happens
+
+
+def _active_on(bed, host: str) -> list[dict]:
+    return [e for e in _executors(bed) if e["isActive"] and e["hostPort"].rsplit(":", 1)[0] == bed.address(host)]
+
+
+def test_the_link_to_a_worker_host_down_for_30_s_loses_nothing(netbed, tmp_path):
+    """The worker1 host's link to the bridge goes down for 30 s mid-stream (its executor
+    reaches neither the driver nor the brokers, nothing reaches it) and comes back: the
+    queries recover, every record reaches every cluster."""
+    bed = netbed
+    config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost-link")
+    driver, _ = _start_driver(bed, config, topic, bootstrap)
+    try:
+        assert _active_on(bed, "worker1") and _active_on(bed, "worker2"), _executors(bed)
+        producers = ProducersAtRate(bootstrap, topic, PARTITIONS, FAULT_RATE).start()
+        time.sleep(5)
+        bed.set_link("worker1", up=False)
+        try:
+            time.sleep(30)
+        finally:
+            bed.set_link("worker1", up=True)
+        time.sleep(10)
+        total = BEFORE * len(CLUSTERS) + producers.stop()
+        report = wait_until_complete(deployment, topic, timeout=400,
+                                     check=lambda: None if driver.is_ours() else pytest.fail(_tail(driver.log_file)))
+        _lossless(report, total)
+    finally:
+        stop_all([driver.pid] if driver.is_ours() else [], grace=60)
+
+
+def test_a_worker_host_killed_mid_stream_loses_nothing(netbed, tmp_path):
+    """Every process of the worker1 host (the Spark worker, its executor and Python workers)
+    is SIGKILLed mid-stream: the tasks run again on worker2's executor, every record reaches
+    every cluster. worker1's Spark worker is started again afterwards."""
+    bed = netbed
+    config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost-kill")
+    driver, _ = _start_driver(bed, config, topic, bootstrap)
+    try:
+        assert _active_on(bed, "worker1") and _active_on(bed, "worker2"), _executors(bed)
+        producers = ProducersAtRate(bootstrap, topic, PARTITIONS, FAULT_RATE).start()
+        time.sleep(5)
+        survivor_tasks = _active_on(bed, "worker2")[0]["totalTasks"]
+        assert bed.kill_host("worker1")
+        time.sleep(20)
+        total = BEFORE * len(CLUSTERS) + producers.stop()
+        report = wait_until_complete(deployment, topic, timeout=400,
+                                     check=lambda: None if driver.is_ours() else pytest.fail(_tail(driver.log_file)))
+        _lossless(report, total)
+        # the lost host's executor is gone; the survivor ran the tasks since
+        assert not _active_on(bed, "worker1"), _executors(bed)
+        assert _active_on(bed, "worker2")[0]["totalTasks"] > survivor_tasks
+    finally:
+        stop_all([driver.pid] if driver.is_ours() else [], grace=60)
+        bed.start_worker("worker1")

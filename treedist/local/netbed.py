@@ -263,16 +263,45 @@ class NetBed:
                    "spark-master", MASTER_CLASS, env=self._spark_env("master"), cwd=self.base_dir)
         _wait(lambda: self.master_state() is not None, self.processes[-1], "the Spark master to answer")
         for host in SPARK_WORKERS:
-            work = Path(self.base_dir) / f"{host}-work"
-            work.mkdir(parents=True, exist_ok=True)
-            self.spawn(host, self._spark_cmd(WORKER_CLASS, [self.master_url, "--host", self.address(host),
-                                                            "--webui-port", str(WORKER_UI_PORT), "--cores", "1",
-                                                            "--memory", worker_memory, "--work-dir", str(work)]),
-                       f"spark-{host}", WORKER_CLASS, env=self._spark_env(host), cwd=str(work))
-        wanted = {self.address(h) for h in SPARK_WORKERS}
+            self.start_worker(host, worker_memory, wait=False)
+        self._wait_workers(SPARK_WORKERS)
+
+    def start_worker(self, host: str, memory: str = "1g", wait: bool = True) -> Process:
+        """Start the Spark worker of `host` (again, after `kill_host`), by default waiting until
+        the master has it ALIVE."""
+        work = Path(self.base_dir) / f"{host}-work"
+        work.mkdir(parents=True, exist_ok=True)
+        started = self.spawn(host, self._spark_cmd(WORKER_CLASS, [self.master_url, "--host", self.address(host),
+                                                                  "--webui-port", str(WORKER_UI_PORT), "--cores", "1",
+                                                                  "--memory", memory, "--work-dir", str(work)]),
+                             f"spark-{host}", WORKER_CLASS, env=self._spark_env(host), cwd=str(work))
+        if wait:
+            self._wait_workers([host])
+        return started
+
+    def _wait_workers(self, hosts) -> None:
+        wanted = {self.address(h) for h in hosts}
         _wait(lambda: wanted <= {w.get("host") for w in (self.master_state() or {}).get("workers", [])
                                  if w.get("state") == "ALIVE"},
-              self.processes[-1], "both Spark workers to register with the master")
+              self.processes[-1], f"the Spark workers of {sorted(hosts)} to register with the master")
+
+    # -- faults --------------------------------------------------------------------------
+
+    def kill_host(self, host: str) -> list[int]:
+        """SIGKILL every process of `host` at once (a host lost: its daemon, executors and
+        Python workers die without a word). Returns the PIDs killed."""
+        pids = self.pids(host)
+        for pid in pids:  # SIGKILL only, no SIGTERM first: nothing gets to clean up
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return pids
+
+    def set_link(self, host: str, up: bool) -> None:
+        """Take the host's link to the bridge down (nothing reaches it, it reaches nothing) or
+        bring it back up."""
+        _ip("link", "set", self.ns(host), "up" if up else "down")
 
     def _kafka(self, clusters: list[str]) -> None:
         """Run `kafka-up` inside the kafka host: the launcher's free ports, binds and readiness
