@@ -26,12 +26,12 @@ app = typer.Typer(
 
 def _register_all() -> None:
     from treedist.cli import (
-        acls_cmd, audit_cmd, config_cmd, local_cmd, offsets_cmd, plan_cmd, registry_cmd, run_cmd, schemas_cmd, status_cmd,
-        topics_cmd, topology_cmd, verify_cmd, worker_cmd,
+        acls_cmd, audit_cmd, config_cmd, local_cmd, offsets_cmd, pack_env_cmd, plan_cmd, registry_cmd, run_cmd, schemas_cmd,
+        status_cmd, topics_cmd, topology_cmd, verify_cmd, worker_cmd,
     )
 
     for module in (topology_cmd, local_cmd, run_cmd, worker_cmd, config_cmd, status_cmd, verify_cmd, plan_cmd,
-                   audit_cmd, topics_cmd, offsets_cmd, registry_cmd, schemas_cmd, acls_cmd):
+                   audit_cmd, topics_cmd, offsets_cmd, registry_cmd, schemas_cmd, acls_cmd, pack_env_cmd):
         module.register(app)
 
 
