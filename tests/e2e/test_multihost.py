@@ -14,6 +14,7 @@ over the host's processes, sampled every second)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -78,7 +79,7 @@ def _tail(path: str, chars: int = 3000) -> str:
         return ""
 
 
-def _deployment(bed, tmp_path: Path, app_name: str) -> tuple[Path, object, str, dict[str, str]]:
+def _deployment(bed, tmp_path: Path, app_name: str, conf: dict[str, str] | None = None) -> tuple[Path, object, str, dict[str, str]]:
     """A fresh topic on every cluster with BEFORE records each, and the deployment running the
     tree on the bed's master: (config file, deployment, topic, bootstrap)."""
     bootstrap = {c: bed.bootstrap[c] for c in CLUSTERS}
@@ -90,7 +91,7 @@ def _deployment(bed, tmp_path: Path, app_name: str) -> tuple[Path, object, str, 
         distributor={"trigger_interval": "500 milliseconds"}, offsets={"enabled": False},
         spark={"master": bed.master_url, "app_name": app_name,
                "conf": {"spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "512m",
-                        "spark.ui.enabled": "true", "spark.ui.port": str(DRIVER_UI_PORT)}},
+                        "spark.ui.enabled": "true", "spark.ui.port": str(DRIVER_UI_PORT), **(conf or {})}},
     )
     spec["topics"]["sync"] = {"enabled": False}
     config = tmp_path / "deployment.yaml"
@@ -99,12 +100,13 @@ def _deployment(bed, tmp_path: Path, app_name: str) -> tuple[Path, object, str, 
     return config, parse_deployment(spec), topic, bootstrap
 
 
-def _start_driver(bed, config: Path, topic: str, bootstrap: dict[str, str]):
+def _start_driver(bed, config: Path, topic: str, bootstrap: dict[str, str], env: dict[str, str] | None = None):
     """`treedist run -c` on the driver host; waits for the first copy on every cluster (each
     holds more than its own BEFORE records). Returns (process, seconds from launch to then)."""
     readers = {c: OffsetReader({"bootstrap.servers": s}, cluster=c, timeout_s=10.0) for c, s in bootstrap.items()}
     launched = time.monotonic()
-    driver = bed.spawn("driver", [TREEDIST, "run", "-c", str(config)], "driver", str(config), cwd=str(config.parent))
+    driver = bed.spawn("driver", [TREEDIST, "run", "-c", str(config)], "driver", str(config), cwd=str(config.parent),
+                       env={**{k: v for k, v in os.environ.items() if k != "SPARK_LOCAL_IP"}, **(env or {})})
     try:
         deadline = time.monotonic() + 300
         while not all(r.record_count(topic) > BEFORE for r in readers.values()):
@@ -166,6 +168,54 @@ def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, tmp_path):
                 "peak_rss_mib": {h: round(v / 2**20) for h, v in rss.peak.items()}}
     (Path(bed.base_dir) / "measurements.json").write_text(json.dumps(measured, indent=2))
     print(f"\nmulti-host bed: {json.dumps(measured)}")
+
+
+def _python_workers(bed, host: str) -> dict[int, tuple[str, str]]:
+    """pid -> (argv[0], cwd) of the Python processes on `host` that have loaded confluent-kafka,
+    with the path it was loaded from (executors' Python workers hold kept Kafka clients)."""
+    found = {}
+    for pid in bed.pids(host):
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        loaded = [line.split()[-1] for line in maps.splitlines() if "/confluent_kafka/" in line]
+        if loaded:
+            found[pid] = (argv0, loaded[0])
+    return found
+
+
+def test_executors_run_the_environment_shipped_with_spark_archives(netbed, tmp_path):
+    """The venv packed by `treedist pack-env`, shipped with `spark.archives` and unpacked by
+    Spark in each executor's directory: the executors' Python workers run its interpreter and
+    load its packages (not the driver's venv), and the tree still copies every record once."""
+    bed = netbed
+    archive = tmp_path / "treedist-env.tar.gz"
+    packed = subprocess.run([TREEDIST, "pack-env", "-o", str(archive), "--exclude", "*/site-packages/playwright/*"],
+                            capture_output=True, text=True, timeout=600)
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost-archives",
+                                                       {"spark.archives": f"{archive}#environment"})
+    # The driver starts Python processes of its own (the data sources' planners) with the same
+    # PYSPARK_PYTHON, from its working directory: there `environment` is the driver's venv.
+    (config.parent / "environment").symlink_to(sys.prefix)
+    driver, _ = _start_driver(bed, config, topic, bootstrap, env={"PYSPARK_PYTHON": "./environment/bin/python"})
+    try:
+        total = BEFORE * len(CLUSTERS) + produce_concurrently(bootstrap, topic, WHILE_RUNNING, PARTITIONS)
+        report = wait_until_complete(deployment, topic, timeout=300,
+                                     check=lambda: None if driver.is_ours() else pytest.fail(_tail(driver.log_file)))
+        assert all((c.missing, c.unexpected, c.duplicated) == (0, 0, 0) and c.records == total
+                   for c in report.clusters), report
+        for host in SPARK_WORKERS:
+            workers = _python_workers(bed, host)
+            assert workers, f"no Python worker with Kafka clients on {host}"
+            for argv0, loaded in workers.values():
+                assert argv0 == "./environment/bin/python", workers
+                assert "/environment/lib/" in loaded, workers
+                assert not loaded.startswith(sys.prefix), workers
+    finally:
+        stop_all([driver.pid] if driver.is_ours() else [], grace=60)
 
 
 FAULT_RATE = 50.0  # records/s per cluster while a fault happens
