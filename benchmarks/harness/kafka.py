@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import IsolationLevel, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from treedist.local import LocalClusters
@@ -88,12 +88,16 @@ def preload(bootstrap: str, topic: str, records: Records) -> float:
 class Counts:
     """Records held by topics (high watermarks: the topics are never compacted or trimmed)."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, committed: bool = False) -> None:
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
         self.spec = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+        # committed: the last stable offsets (what a read_committed reader can read: copies of
+        # distributor.delivery exactly_once count only once their transaction committed).
+        self.isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
 
     def per_partition(self) -> dict[int, int]:
-        return {tp.partition: f.result().offset for tp, f in self.admin.list_offsets(self.spec, request_timeout=10).items()}
+        futures = self.admin.list_offsets(self.spec, isolation_level=self.isolation, request_timeout=10)
+        return {tp.partition: f.result().offset for tp, f in futures.items()}
 
     def total(self) -> int:
         return sum(self.per_partition().values())
@@ -156,8 +160,10 @@ class LatencyReader(threading.Thread):
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, interval: float = 0.02) -> None:
         super().__init__(name=f"latency-{bootstrap}", daemon=True)
-        self.counts = Counts(bootstrap, topic, partitions)
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency", **CONSUMER})
+        # Last stable offsets, read_committed: a transactional copy is seen when it committed.
+        self.counts = Counts(bootstrap, topic, partitions, committed=True)
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency", **CONSUMER,
+                                  "isolation.level": "read_committed"})
         self.topic = topic
         self.interval = interval
         self.samples: list[tuple[float, float]] = []  # (seen at epoch ms, latency ms)
@@ -186,6 +192,11 @@ class LatencyReader(threading.Thread):
                 if msg.error() is None and msg.offset() < new[msg.partition()][1]:
                     got += 1
                     self.samples.append((seen_ms, seen_ms - msg.timestamp()[1]))
+            # Transaction markers take offsets without a record: a partition whose position
+            # reached its end is read.
+            positions = self.consumer.position([TopicPartition(self.topic, p) for p in new])
+            if all(tp.offset >= new[tp.partition][1] for tp in positions):
+                break
         self.consumer.unassign()
 
     def stop(self) -> None:
