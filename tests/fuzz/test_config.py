@@ -17,6 +17,7 @@ import typing
 
 import pydantic
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -194,9 +195,16 @@ _YAML_PIECES = ["clusters:", "\n", "  ", "c1:", " {bootstrap_servers: x}", "tree
                 "\t", "{", "}", "[", "]", ": ", "#", "%YAML 1.1", "\xef\xbb\xbf", "${env:TREEDIST_FUZZ_SECRET}"]
 
 
+_BASE_YAML = yaml.safe_dump(BASE, sort_keys=False).encode()
+
+
 @given(st.one_of(
     st.binary(max_size=300),
     st.lists(st.sampled_from(_YAML_PIECES), max_size=30).map(lambda parts: "".join(parts).encode("utf-8", "surrogateescape")),
+    # the base deployment as a file, cut or with bytes spliced in somewhere
+    st.tuples(st.integers(0, len(_BASE_YAML)), st.integers(0, 8), st.one_of(st.binary(max_size=8),
+              st.sampled_from(_YAML_PIECES).map(lambda p: p.encode("utf-8", "surrogateescape"))))
+    .map(lambda t: _BASE_YAML[: t[0]] + t[2] + _BASE_YAML[t[0] + t[1]:]),
 ))
 @budget(600)
 def test_any_file_bytes_are_a_deployment_or_a_one_line_config_error_naming_the_file(tmp_path_factory, content):
