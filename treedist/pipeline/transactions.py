@@ -37,6 +37,10 @@ Why the id does not contain a digest of the task's partitions: the index is as s
 replayed batch (the same windows are packed the same way), and a replay under a partition
 set that changed (a partition added in between) still fences the previous attempt.
 
+Zombies: a task whose executor Spark lost while its process goes on (a network partition; in
+local mode an executor is lost only with its process) is retried under the same index, so the
+retry's `init_transactions` fences it: its commit fails, whatever it produced is aborted.
+
 Spark's checkpoint still decides what a batch is (its windows); the transaction decides what
 the target holds. Targets commit one after another: a crash between two commits replays the
 batch, and the target that committed skips it (step 2).
