@@ -29,9 +29,22 @@ CONSUMER_FIXED: dict[str, str] = {
 CONSUMER_DEFAULTS: dict[str, str] = {
     "group.id": "treedist-spark-source",
     "fetch.max.bytes": str(50 * 1024 * 1024),
-    "max.partition.fetch.bytes": str(10 * 1024 * 1024),
+    # 2 MiB per partition and fetch (librdkafka's default 1 MiB; was 10 MiB): a fetch brings
+    # ~10,000 records of 200 bytes, so a task's first records come after a short response, and
+    # a window's last fetch reads less past its end. Reading 8 windows of 62,500 records from
+    # a local Kafka node (reused consumer, busy machine): 10 MiB 0.55-0.72 s, 2 MiB 0.42-0.53 s;
+    # CPU 0.6 -> 0.46 s (with fetch.queue.backoff.ms 10 both). A record batch larger than
+    # this is still returned whole (Kafka's fetch limits are soft).
+    "max.partition.fetch.bytes": str(2 * 1024 * 1024),
     "queued.max.messages.kbytes": str(256 * 1024),
     "fetch.wait.max.ms": "100",
+    # librdkafka postpones a partition's next fetch by this long once its local queue holds
+    # more than queued.min.messages (below), and does not fetch again before it ends, even
+    # when the task has drained the queue meanwhile. At its default (1,000 ms) a task reading a
+    # backlog from Kafka consumed a fetch's records and then waited up to a second for the
+    # next: 160,000 records took 1.2-1.4 s, 0.2 s with 10 ms (docs/performance.md, "Single
+    # link: bursts"). noida-db answers with everything after the offset, so it rarely waits.
+    "fetch.queue.backoff.ms": "10",
     # librdkafka fetches ahead while a partition's local queue holds fewer than this many
     # records (default 100,000): a task reading a window of a few thousand records kept a fetch
     # in flight for everything landing behind its window's end, records that the next task
