@@ -100,12 +100,14 @@ def _deployment(bed, tmp_path: Path, app_name: str, conf: dict[str, str] | None 
     return config, parse_deployment(spec), topic, bootstrap
 
 
-def _start_driver(bed, config: Path, topic: str, bootstrap: dict[str, str], env: dict[str, str] | None = None):
-    """`treedist run -c` on the driver host; waits for the first copy on every cluster (each
-    holds more than its own BEFORE records). Returns (process, seconds from launch to then)."""
+def _start_driver(bed, config: Path, topic: str, bootstrap: dict[str, str], env: dict[str, str] | None = None,
+                  argv: list[str] | None = None):
+    """`treedist run -c` (or `argv`) on the driver host; waits for the first copy on every
+    cluster (each holds more than its own BEFORE records). Returns (process, seconds from
+    launch to then)."""
     readers = {c: OffsetReader({"bootstrap.servers": s}, cluster=c, timeout_s=10.0) for c, s in bootstrap.items()}
     launched = time.monotonic()
-    driver = bed.spawn("driver", [TREEDIST, "run", "-c", str(config)], "driver", str(config), cwd=str(config.parent),
+    driver = bed.spawn("driver", argv or [TREEDIST, "run", "-c", str(config)], "driver", str(config), cwd=str(config.parent),
                        env={**{k: v for k, v in os.environ.items() if k != "SPARK_LOCAL_IP"}, **(env or {})})
     try:
         deadline = time.monotonic() + 300
@@ -216,6 +218,48 @@ def test_executors_run_the_environment_shipped_with_spark_archives(netbed, tmp_p
                 assert not loaded.startswith(sys.prefix), workers
     finally:
         stop_all([driver.pid] if driver.is_ours() else [], grace=60)
+
+
+def test_a_control_plane_worker_runs_the_tree_on_the_cluster_and_serves_its_metrics(netbed, tmp_path):
+    """`treedist worker` on the driver host (etcd beside it, on that host's address) with the
+    bed's master: it leads, runs every unit with executors on both worker hosts, copies every
+    record once, and its `--metrics-port` (bound to the host's address) lists its units."""
+    from treedist.local.etcd import etcd_binary
+
+    bed = netbed
+    host = bed.address("driver")
+    etcd_url = f"http://{host}:2379"
+    etcd = bed.spawn("driver", [etcd_binary(), "--name", "bed", "--data-dir", str(tmp_path / "etcd"),
+                                "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+                                "--listen-peer-urls", f"http://{host}:2380",
+                                "--initial-advertise-peer-urls", f"http://{host}:2380",
+                                "--initial-cluster", f"bed=http://{host}:2380", "--log-level", "warn"],
+                     "etcd", str(tmp_path / "etcd"))
+    try:
+        config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost-worker")
+        spec = yaml.safe_load(config.read_text())
+        spec["control"] = {"etcd": [etcd_url], "prefix": f"/bed-{uuid.uuid4().hex[:8]}", "lease_ttl": "10s"}
+        config.write_text(yaml.safe_dump(spec))
+        worker, _ = _start_driver(bed, config, topic, bootstrap, argv=[
+            TREEDIST, "worker", "-c", str(config), "--name", "bed-w1", "--state-dir", str(tmp_path / "worker"),
+            "--metrics-port", "9100", "--bind", host, "--insecure"])
+        try:
+            total = BEFORE * len(CLUSTERS) + produce_concurrently(bootstrap, topic, WHILE_RUNNING, PARTITIONS)
+            report = wait_until_complete(deployment, topic, timeout=300,
+                                         check=lambda: None if worker.is_ours() else pytest.fail(_tail(worker.log_file)))
+            assert all((c.missing, c.unexpected, c.duplicated) == (0, 0, 0) and c.records == total
+                       for c in report.clusters), report
+            hosts = {e["hostPort"].rsplit(":", 1)[0] for e in _executors(bed) if e["id"] != "driver" and e["isActive"]}
+            assert hosts == {bed.address(w) for w in SPARK_WORKERS}, _executors(bed)
+            with urllib.request.urlopen(f"http://{host}:9100/metrics", timeout=30) as answer:
+                text = answer.read().decode()
+            units = {line.split('unit="')[1].split('"')[0] for line in text.splitlines()
+                     if line.startswith("treedist_worker_unit{")}
+            assert {f"messages/{c}" for c in CLUSTERS} <= units, text[:2000]
+        finally:
+            stop_all([worker.pid] if worker.is_ours() else [], grace=90)
+    finally:
+        stop_all([etcd.pid] if etcd.is_ours() else [], grace=10)
 
 
 FAULT_RATE = 50.0  # records/s per cluster while a fault happens
