@@ -5,7 +5,8 @@ Invariant of every target: the result is a Deployment or a ConfigError (a Treedi
 the CLI prints one line and exits 2) whose message starts with the source it names and is one
 line; nothing else escapes (no pydantic ValidationError, TypeError, RecursionError, ...), and
 no input hangs (the profile's per-input deadline). Resolved secret values never appear in the
-message.
+message. The real CLI (`treedist topology show`, a bounded number of processes) answers
+such a file with exit 2 and one line on stderr.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from __future__ import annotations
 import copy
 import os
 import string
+import subprocess
+import sys
 import typing
+from pathlib import Path
 
 import pydantic
 import pytest
@@ -217,3 +221,23 @@ def test_any_file_bytes_are_a_deployment_or_a_one_line_config_error_naming_the_f
         assert str(err).startswith(f"{path}: ") and "\n" not in str(err), str(err)
         return
     ran("config.load_deployment.bytes", "deployment")
+
+
+CLI_RUNS = 20  # each input is one `treedist` process (0.4 to 1 s)
+
+
+@given(data=st.data())
+@budget(CLI_RUNS, deadline=None)
+def test_the_cli_answers_a_bad_deployment_with_exit_2_and_one_line(secret_files, tmp_path_factory, data):
+    # what the loader's invariant is for: the real CLI, which maps a TreedistError to exit 2
+    spec = data.draw(st.one_of(mutated_deployments(secret_files), values(secret_files)))
+    path = tmp_path_factory.getbasetemp() / "fuzz-cli.yaml"
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True))
+    cli = Path(sys.executable).with_name("treedist")
+    done = subprocess.run([str(cli), "topology", "show", "-c", str(path)], capture_output=True, text=True, timeout=60)
+    ran("config.cli_topology_show", f"exit_{done.returncode}")
+    assert done.returncode in (0, 2), (done.returncode, done.stderr[-2000:])
+    if done.returncode == 2:
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {path}: "), done.stderr[-2000:]
+        assert SECRET not in done.stderr
