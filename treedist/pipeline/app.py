@@ -263,7 +263,8 @@ class DistributionApp:
             kind, _, cluster = unit.partition("/")
             if kind == "messages" and not jobs_changed:
                 run = self.running[f"{cluster}-messages"]
-                run.plan = plan_cluster(deployment, cluster, run.plan.max_tasks, live_targets=run.plan.live_targets)
+                run.plan = plan_cluster(deployment, cluster, run.plan.max_tasks, live_targets=run.plan.live_targets,
+                                        slots=run.plan.slots)
                 if cluster in moved:
                     self._write_live_targets(run.plan)
                     changed[unit] = "targets"

@@ -63,6 +63,10 @@ class ClusterPlan:
     checkpoint: str  # this query's checkpoint directory
     legacy_checkpoints: Mapping[int, str]  # level -> the per-(cluster, level) checkpoint of old
     max_tasks: int = 2
+    # Every task slot of the application (0: max_tasks). A batch that is a backlog may use
+    # them all (`positions.task_limit`): a lone query draining a backlog is not held to its
+    # share of the slots.
+    slots: int = 0
     # The target table's row of this cluster as a JSON file {level: target}, written by the
     # driver (DistributionApp) whenever it changes; the planner reads it before every batch,
     # so a switch takes effect at the next batch. None (a plan used outside an application):
@@ -123,7 +127,8 @@ def legacy_checkpoint(deployment: "Deployment", dist: "Distributor") -> str:
     return str(checkpoint_root(deployment) / dist.name)
 
 
-def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, live_targets: str | None = None) -> ClusterPlan:
+def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, live_targets: str | None = None,
+                 slots: int = 0) -> ClusterPlan:
     """The plan of `cluster`'s query (driver). Producer settings cover every leaf of every
     sibling subtree, so a target can be switched to any of them without a new plan."""
     topology = deployment.topology()
@@ -152,6 +157,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         checkpoint=str(checkpoint_root(deployment) / "messages" / cluster),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
         max_tasks=max_tasks,
+        slots=slots,
         live_targets=live_targets,
         delivery=settings.delivery,
     )
@@ -166,7 +172,9 @@ def tasks_per_query(cores: int, queries: int) -> int:
     other queries, and the copies they send it, waiting; with one task each, two queries run
     at once. Measured with `local[2,4]` (docs/performance.md, "Sharing the slots"): p99 of
     one hop at 2,000 records/s 0.77 -> 0.42 s, two hops 0.94 -> 0.63 s; the whole tree within
-    its spread. The cost: a query alone with a backlog (the others idle) uses only its share."""
+    its spread. A batch that is a backlog (BACKLOG_RECORDS_PER_TASK records for each of
+    several slots) may still use every slot (`positions.task_limit`, `ClusterPlan.slots`): on
+    a single link the source query otherwise copied on one core."""
     return max(1, cores // max(1, queries))
 
 
@@ -176,4 +184,4 @@ def plan_all(deployment: "Deployment", cores: int = 2) -> list[ClusterPlan]:
     topology = deployment.topology()
     clusters = [c for c in topology.clusters if topology.distributors[c]]
     max_tasks = tasks_per_query(cores, len(clusters))
-    return [plan_cluster(deployment, c, max_tasks) for c in clusters]
+    return [plan_cluster(deployment, c, max_tasks, slots=cores) for c in clusters]

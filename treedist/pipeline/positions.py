@@ -285,6 +285,22 @@ def ahead_share(read: int, max_records: int | None, tasks: int) -> int | None:
     return max(0, max_records - read) // max(1, tasks)
 
 
+# A batch holding at least this many records for each of several slots is a backlog: it may
+# use every task slot, not only its query's share (`task_limit`).
+BACKLOG_RECORDS_PER_TASK = 400_000
+
+
+def task_limit(records: int, share: int, slots: int) -> int:
+    """The most tasks a batch of `records` may have: its query's `share` of the task slots, or
+    up to every one of the `slots` when each of them gets BACKLOG_RECORDS_PER_TASK records.
+
+    Why: the queries share the slots (`plan.tasks_per_query`) so that on a tree two queries
+    run at once; but a single link's source query draining a backlog then copied on one core
+    while the other idled between the target's read-back tasks (docs/performance.md, "Single
+    link: bursts"). A batch that large only comes from a backlog."""
+    return max(share, min(slots, records // BACKLOG_RECORDS_PER_TASK))
+
+
 def pack_tasks(windows: list[PartitionWindow], max_tasks: int, min_records_per_task: int) -> list[list[PartitionWindow]]:
     """Windows grouped into at most `max_tasks` tasks of at least `min_records_per_task`
     records where possible, balanced by record count (largest first onto the lightest task)."""

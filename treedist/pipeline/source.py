@@ -62,6 +62,7 @@ from treedist.pipeline.positions import (
     pack_tasks,
     read_start,
     recreated_topics,
+    task_limit,
     topic_ids,
     with_copied_ahead,
     with_topic_ids,
@@ -271,7 +272,8 @@ class DistributorReader(DataSourceStreamReader):
         """Driver: the tasks of the batch (start, end] (step 3)."""
         windows = batch_windows(read_start(start, end), LevelPositions.from_dict(end))
         targets = tuple(self._current_targets().items())
-        groups = pack_tasks(windows, self.plan.max_tasks, self.plan.min_records_per_task)
+        limit = task_limit(sum(w.count for w in windows), self.plan.max_tasks, self.plan.slots)
+        groups = pack_tasks(windows, limit, self.plan.min_records_per_task)
         # Executors copy ahead only where they see this directory; it lives in the query's
         # checkpoint, which Spark created before the batch was planned.
         if groups and Path(self.plan.checkpoint).is_dir():

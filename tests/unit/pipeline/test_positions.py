@@ -19,7 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treedist.pipeline.errors import PipelineError
-from treedist.pipeline.positions import LevelPositions, batch_windows, next_positions, pack_tasks
+from treedist.pipeline.positions import (
+    BACKLOG_RECORDS_PER_TASK,
+    LevelPositions,
+    batch_windows,
+    next_positions,
+    pack_tasks,
+    task_limit,
+)
 from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
 
 TPS = [TopicPartitionKey(t, p) for t in ("a", "b") for p in range(3)]
@@ -114,3 +121,18 @@ def test_the_checkpoint_form_round_trips_and_is_canonical():
 def test_a_malformed_offset_is_an_error_naming_it(bad):
     with pytest.raises(PipelineError, match="offset"):
         LevelPositions.from_dict(bad)
+
+
+@given(records=st.integers(0, 10_000_000), share=st.integers(1, 8), slots=st.integers(0, 8))
+def test_a_batch_gets_its_share_of_the_slots_and_every_slot_only_for_a_backlog(records, share, slots):
+    limit = task_limit(records, share, slots)
+    assert limit >= share  # never less than the query's share
+    assert limit <= max(share, slots)  # never more than the application's slots
+    if limit > share:  # more than its share only when every task gets a backlog's records
+        assert records >= limit * BACKLOG_RECORDS_PER_TASK
+
+
+def test_a_single_links_backlog_batch_uses_both_slots_and_a_trees_batch_its_share():
+    assert task_limit(1_000_000, 1, 2) == 2  # two queries on local[2,4]: a 1M-record backlog batch
+    assert task_limit(300_000, 1, 2) == 1
+    assert task_limit(1_000_000, 1, 0) == 1  # slots unknown (0): the share
