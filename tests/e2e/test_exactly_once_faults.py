@@ -230,3 +230,76 @@ def test_a_cluster_down_for_a_while_no_loss_no_duplicates(spark, unique_topic, t
             app.stop()
     finally:
         clusters.stop()
+
+
+def _descendants(pid: int) -> list[tuple[int, int, str]]:
+    """(pid, parent pid, command line) of every process below `pid` (from /proc)."""
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        procs[int(entry)] = (parent, cmd)
+    out, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        for child, (parent, cmd) in procs.items():
+            if parent == here:
+                out.append((child, parent, cmd))
+                todo.append(child)
+    return out
+
+
+def test_spark_python_workers_killed_mid_stream_no_loss_no_duplicates(spark, unique_topic, tmp_path):
+    """The executors' Python workers (forked by treedist.spark.daemon) SIGKILLed five times
+    while the queries copy a backlog and new writes: their tasks fail and Spark retries them
+    (same task index, so the retry fences the killed one's transactional.id and aborts its
+    open transaction), or the query restarts from its checkpoint."""
+    clusters = LocalClusters.start(CLUSTERS, tmp_path / "brokers")
+    try:
+        bootstrap = clusters.bootstrap
+        create_topic_everywhere(bootstrap, unique_topic, 3)
+        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "cp"),
+                                distributor={"trigger_interval": "200 milliseconds", "max_records_per_trigger": 2000,
+                                             "delivery": "exactly_once"})
+        config = tmp_path / "deployment.yaml"
+        config.write_text(yaml.safe_dump(spec))
+        deployment = parse_deployment(spec)
+        total = produce_concurrently(bootstrap, unique_topic, 5000, 3)
+        app = DistributionApp(deployment, spark)
+        app.start()
+        try:
+            writes = ProducersAtRate(bootstrap, unique_topic, 3, rate=50).start()
+            killed = 0
+            for _ in range(5):
+                time.sleep(4)
+                app.check()
+                # a worker is forked by a daemon (and shows the daemon's command line)
+                below = _descendants(os.getpid())
+                cmds = {pid: cmd for pid, _, cmd in below}
+                workers = [pid for pid, parent, _ in below if "treedist.spark.daemon" in cmds.get(parent, "")]
+                for pid in workers:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        killed += 1
+                    except ProcessLookupError:
+                        pass
+            assert killed > 0, "no Python worker found to kill"
+            total += writes.stop()
+            report = wait_until_complete(deployment, unique_topic, timeout=420, check=app.check)
+            print(f"{killed} Python workers killed, exactly_once: duplicates "
+                  f"{ {c.cluster: c.duplicated for c in report.clusters} }")
+            assert report.expected == total
+            assert [c.missing for c in report.clusters] == [0] * len(CLUSTERS), report
+            result = verify_strict(config, unique_topic)
+            assert result.returncode == 0, result.stdout + result.stderr
+        finally:
+            app.stop()
+    finally:
+        clusters.stop()
