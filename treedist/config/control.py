@@ -132,6 +132,13 @@ class ControlConfig(_Frozen):
                     "worker). Honoured only from the deployment file a worker or command is given, never "
                     "from the live config in etcd.",
     )
+    allowed_references: tuple[str, ...] = Field(
+        default=(),
+        description="Secret references (fnmatch patterns, e.g. `${env:KAFKA_*}`, `${file:/etc/treedist/secrets/*}`) "
+                    "that a live config from etcd may resolve on this host, besides those this file uses itself. "
+                    "Honoured only from the deployment file a worker is given: whoever writes etcd cannot make "
+                    "a worker read other files or variables.",
+    )
 
     @field_validator("etcd")
     @classmethod

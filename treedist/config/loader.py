@@ -69,7 +69,8 @@ def _reject_duplicate_keys(node: yaml.Node | None, where: str, source: str, seen
             _reject_duplicate_keys(item, f"{where}[{i}]", source, seen_nodes)
 
 
-def parse_deployment(raw: object, source: str = "<deployment>", resolve: bool = True) -> Deployment:
+def parse_deployment(raw: object, source: str = "<deployment>", resolve: bool = True,
+                     allowed: secrets.ReferenceRule = None) -> Deployment:
     """The validated deployment. With `resolve` (loading it for use), `${env:NAME}` and
     `${file:/path}` references are resolved first (treedist.config.secrets); without it
     (validating a change on a machine that need not hold the secrets, or showing the
@@ -77,7 +78,7 @@ def parse_deployment(raw: object, source: str = "<deployment>", resolve: bool = 
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping, got {type(raw).__name__}")
     if resolve:
-        resolved = secrets.resolve(raw, source)
+        resolved = secrets.resolve(raw, source, allowed=allowed)
     else:
         secrets.check(raw, source)
         resolved = secrets.Resolved(raw)

@@ -21,7 +21,8 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from fnmatch import fnmatchcase
+from typing import Any, Callable, Mapping, Sequence
 
 from treedist.config.errors import ConfigError
 
@@ -106,15 +107,46 @@ class Resolved:
         return message
 
 
-def resolve(spec: Any, source: str, environ: Mapping[str, str] | None = None) -> Resolved:
+# Which references a spec from elsewhere (etcd) may resolve on this host: None allows all.
+ReferenceRule = Callable[[str], bool] | None
+
+
+def references(spec: Any) -> frozenset[str]:
+    """Every reference (`${env:..}`, `${file:..}`) written in `spec`'s string values."""
+    found: set[str] = set()
+
+    def one(text: str, where: str) -> str:
+        found.update(match.group(0) for match in REFERENCE.finditer(text))
+        return text
+
+    try:
+        _walk(spec, "", one)
+    except RecursionError:
+        pass  # too deep to hold references the loader would accept either
+    return frozenset(found)
+
+
+def local_rule(local_spec: Any, patterns: Sequence[str] = ()) -> Callable[[str], bool]:
+    """Worker (driver side): the references a deployment read from etcd may resolve here:
+    those the worker's own file uses, and those matching `patterns` (fnmatch, from the
+    worker's own `control.allowed_references`).
+
+    Why: a worker resolves references with its own environment and files, so whoever can
+    write etcd could otherwise point a credential field at `${file:/root/.ssh/id_rsa}` or
+    `${env:AWS_SECRET_ACCESS_KEY}` and, with a bootstrap server of their own, receive it."""
+    known = references(local_spec)
+    return lambda ref: ref in known or any(fnmatchcase(ref, pattern) for pattern in patterns)
+
+
+def resolve(spec: Any, source: str, environ: Mapping[str, str] | None = None, allowed: ReferenceRule = None) -> Resolved:
     """`spec` (a deployment mapping as YAML gives it) with every reference resolved.
 
     A reference that cannot be resolved is a ConfigError naming the file, the field and the
-    reference: an unset variable, an unreadable file; never a value."""
+    reference: an unset variable, an unreadable file, one `allowed` refuses; never a value."""
     resolved = Resolved(None)
     env = os.environ if environ is None else environ
     try:
-        resolved.spec = _walk(spec, "", lambda text, where: _resolve_text(text, where, source, env, resolved))
+        resolved.spec = _walk(spec, "", lambda text, where: _resolve_text(text, where, source, env, resolved, allowed))
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply") from None
     return resolved
@@ -156,10 +188,14 @@ def _check_form(match: re.Match, where: str, source: str) -> None:
         raise ConfigError(f"{source}: {where}: {ref}: the file must be an absolute path")
 
 
-def _resolve_text(text: str, where: str, source: str, env: Mapping[str, str], resolved: Resolved) -> str:
+def _resolve_text(text: str, where: str, source: str, env: Mapping[str, str], resolved: Resolved,
+                  allowed: ReferenceRule = None) -> str:
     def one(match: re.Match) -> str:
         _check_form(match, where, source)
         provider, arg, ref = match.group(1), match.group(2), match.group(0)
+        if allowed is not None and not allowed(ref):
+            raise ConfigError(f"{source}: {where}: {ref}: not resolved here: this worker's own file neither uses it "
+                              f"nor allows it (control.allowed_references)")
         if provider == "env":
             if arg not in env:
                 raise ConfigError(f"{source}: {where}: {ref}: environment variable {arg} is not set")

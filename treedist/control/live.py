@@ -33,6 +33,7 @@ import yaml
 
 from treedist.config import Deployment, parse_deployment
 from treedist.config.errors import ConfigError
+from treedist.config.secrets import ReferenceRule
 from treedist.control.errors import ControlError
 from treedist.control.etcd import Compare, EtcdClient, KeyValue, Op
 from treedist.control.keys import Keys
@@ -64,21 +65,25 @@ def stored_spec(kv: KeyValue, keys: Keys) -> dict:
     return spec
 
 
-def load(kv: KeyValue, keys: Keys, resolve: bool = True, allow_unsafe_spark_conf: bool = False) -> Deployment:
+def load(kv: KeyValue, keys: Keys, resolve: bool = True, allow_unsafe_spark_conf: bool = False,
+         allowed: ReferenceRule = None) -> Deployment:
     """The stored deployment, validated (ConfigError naming `etcd:<key>` and the field);
     its references resolved unless `resolve` is False (showing it: references, not values).
-    `allow_unsafe_spark_conf` is the local file's flag (see `parse`)."""
-    return parse(stored_spec(kv, keys), keys, resolve, allow_unsafe_spark_conf)
+    `allow_unsafe_spark_conf` and `allowed` come from the local file (see `parse`)."""
+    return parse(stored_spec(kv, keys), keys, resolve, allow_unsafe_spark_conf, allowed)
 
 
-def parse(spec: Mapping[str, Any], keys: Keys, resolve: bool = True, allow_unsafe_spark_conf: bool = False) -> Deployment:
+def parse(spec: Mapping[str, Any], keys: Keys, resolve: bool = True, allow_unsafe_spark_conf: bool = False,
+          allowed: ReferenceRule = None) -> Deployment:
     """A deployment spec read from (or bound for) etcd, validated with the local file's
     `control.allow_unsafe_spark_conf` in place of its own: etcd cannot lift the allow-list
-    of Spark settings (treedist.config.spark_conf) for the workers that read it."""
+    of Spark settings (treedist.config.spark_conf) for the workers that read it. `allowed`
+    (`treedist.config.secrets.local_rule` of the worker's file) limits the references it may
+    resolve here: etcd cannot make a worker read other files or variables."""
     spec = dict(spec)
     if isinstance(spec.get("control"), Mapping):
         spec["control"] = {**spec["control"], "allow_unsafe_spark_conf": allow_unsafe_spark_conf}
-    return parse_deployment(spec, source=source_name(keys), resolve=resolve)
+    return parse_deployment(spec, source=source_name(keys), resolve=resolve, allowed=allowed)
 
 
 def set_values(spec: Mapping[str, Any], assignments: Sequence[str]) -> dict:

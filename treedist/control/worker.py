@@ -42,6 +42,7 @@ from typing import Any, Callable, Mapping
 
 from treedist.config import Deployment, parse_deployment
 from treedist.config.errors import ConfigError
+from treedist.config.secrets import local_rule
 from treedist.control import live
 from treedist.control.cache import MetadataCache
 from treedist.control.election import Election
@@ -80,6 +81,8 @@ class Worker:
         # whether spark.conf may leave the allow-list are not for whoever writes etcd to choose
         self.control = file_deployment.control
         self.file_deployment = file_deployment
+        # the references a live config may resolve on this host (secrets.local_rule)
+        self._references = local_rule(self.file_spec, self.control.allowed_references)
         self.keys = Keys(self.control.prefix)
         self.client = etcd_client(self.control, file_name, timeout_s=5.0, attempts=1)
         self._spark_factory = spark_factory or _default_session
@@ -113,7 +116,8 @@ class Worker:
         elif json.dumps(stored, sort_keys=True, default=str) != json.dumps(self.file_spec, sort_keys=True, default=str):
             log.warning("the deployment in etcd (%s) differs from %s; running etcd's. Replace it with: "
                         "treedist config push -c %s", self.keys.config, self.file_name, self.file_name)
-        self.deployment = live.parse(stored, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf)
+        self.deployment = live.parse(stored, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf,
+                                     allowed=self._references)
         self.cache = MetadataCache(self.client, self.control.prefix, self.deployment.control.resync_interval).start()  # step 3
         self.cache.on_change(self._wake.set)
         if not self.cache.wait_loaded(30):
@@ -203,7 +207,8 @@ class Worker:
             return
         revision = kv.mod_revision
         try:
-            deployment = live.load(kv, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf)
+            deployment = live.load(kv, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf,
+                                   allowed=self._references)
         except (ConfigError, ControlError) as err:
             log.error("the live config at revision %d is invalid, keeping the current one: %s", revision, err)
             self.deployment_revision = revision

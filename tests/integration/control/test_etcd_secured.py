@@ -236,3 +236,22 @@ def test_a_worker_refuses_unsafe_spark_settings_stored_in_etcd_even_when_etcd_sa
     out = result.stdout + result.stderr
     assert result.returncode == 2, out
     assert "'spark.driver.extraJavaOptions'" in out and f"etcd:{prefix}/config" in out and "Traceback" not in out, out
+
+
+def test_a_worker_refuses_a_secret_reference_planted_in_etcd_that_its_own_file_does_not_allow(secured_etcd, tmp_path):
+    """Whoever can write etcd must not make a worker read its host's files or variables into
+    a credential (and send it to a bootstrap server of theirs): the worker resolves only the
+    references of its own file and its `control.allowed_references`."""
+    prefix = f"{PREFIX}/refs-{uuid.uuid4().hex[:8]}"
+    config = _deployment_file(tmp_path, secured_etcd, prefix=prefix)
+    planted = yaml.safe_load(config.read_text())
+    planted["clusters"]["c1"]["client"] = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                                           "sasl.username": "x", "sasl.password": "${file:/etc/hostname}"}
+    client = _client(secured_etcd)
+    client.put(f"{prefix}/config", json.dumps(planted))
+    client.close()
+    result = _worker(config, {"TD_ETCD_PASSWORD": secured_etcd.password}, tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert "${file:/etc/hostname}" in out and "control.allowed_references" in out and "Traceback" not in out, out
+    assert Path("/etc/hostname").read_text().strip() not in out, out

@@ -85,3 +85,34 @@ def test_etcd_cannot_lift_the_spark_allow_list_only_the_local_files_flag_can():
     assert "control.allow_unsafe_spark_conf" in str(err.value)
     allowed = parse(stored, Keys("/treedist"), allow_unsafe_spark_conf=True)  # the worker's own file allows it
     assert allowed.spark.conf["spark.driver.extraJavaOptions"] == "-javaagent:/tmp/x.jar"
+
+
+def test_etcd_cannot_make_a_worker_resolve_a_reference_its_own_file_neither_uses_nor_allows(monkeypatch, tmp_path):
+    """Invariant: a live config resolves on a worker only the references of the worker's own
+    file and of its `control.allowed_references` patterns (secrets.local_rule); any other is
+    refused naming the field and the reference, never read."""
+    from treedist.config.secrets import local_rule
+    from treedist.control.keys import Keys
+    from treedist.control.live import parse
+
+    monkeypatch.setenv("TD_KAFKA_PW", "kafka-pw")
+    monkeypatch.setenv("TD_OTHER", "other-secret")
+    local = json.loads(json.dumps(CONTROLLED))
+    local.pop("spark")
+    local["clusters"]["c1"]["client"]["sasl.password"] = "${env:TD_KAFKA_PW}"
+    assert parse(local, Keys("/treedist"), allowed=local_rule(local)).clusters["c1"].client  # its own: resolved
+    planted = json.loads(json.dumps(local))
+    planted["clusters"]["c1"]["client"]["sasl.password"] = "${env:TD_OTHER}"
+    with pytest.raises(ConfigError) as err:
+        parse(planted, Keys("/treedist"), allowed=local_rule(local))
+    message = str(err.value)
+    assert "clusters.c1.client.sasl.password" in message and "${env:TD_OTHER}" in message, message
+    assert "control.allowed_references" in message and "other-secret" not in message, message
+    secret_file = tmp_path / "kafka.pw"
+    secret_file.write_text("from-a-file\n")
+    planted["clusters"]["c1"]["client"]["sasl.password"] = "${file:%s}" % secret_file
+    rule = local_rule(local, ["${env:TD_O*}", "${file:%s/*}" % tmp_path])
+    assert parse(planted, Keys("/treedist"), allowed=rule).clusters["c1"].client  # matched by a pattern
+    planted["clusters"]["c1"]["client"]["sasl.password"] = "${file:/etc/hostname}"
+    with pytest.raises(ConfigError, match=r"\$\{file:/etc/hostname\}"):
+        parse(planted, Keys("/treedist"), allowed=rule)
