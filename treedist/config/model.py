@@ -407,10 +407,28 @@ class DistributorConfig(Frozen):
                     "every level and nothing is lost (a copy may arrive twice, which verify reports); `skip` "
                     "copies nothing of the record; `fail` stops the query naming topic, partition and offset.",
     )
-    max_record_bytes: int = Field(
-        default=1_000_000, gt=0,
-        description="A record whose key and value exceed this many bytes fails its batch, naming the "
-                    "record. Keep it at or below the targets' `message.max.bytes` (Kafka's default: 1,048,588).",
+    max_record_bytes: int | None = Field(
+        default=None, gt=0,
+        description="A record whose key and value exceed this many bytes cannot be copied (`on_uncopyable` "
+                    "says what happens to it). Unset: each target topic's `max.message.bytes` (read from the "
+                    "target, cached per worker for 5 minutes) less 1 KiB for headers and batch framing, and at "
+                    "most the target client's own `message.max.bytes` (librdkafka's default: 1,000,000) less the "
+                    "same.",
+    )
+    on_uncopyable: Literal["fail", "skip", "dead_letter"] = Field(
+        default="fail",
+        description="A record that cannot be copied (over the size limit): `fail` fails its batch and the "
+                    "link's status names the record (cluster, topic, partition, offset) and why; `skip` leaves "
+                    "it out and counts it (`uncopyable_skipped`); `dead_letter` writes it, with headers naming "
+                    "its origin and the reason, to `dead_letter_topic` on the target, counts it "
+                    "(`dead_lettered`) and copies the rest.",
+    )
+    dead_letter_topic: StrictStr = Field(
+        default="treedist-dead-letter", min_length=1,
+        description="With `on_uncopyable: dead_letter`: the topic on each TARGET cluster that takes the records "
+                    "that could not be copied there (through the same producer, so in `exactly_once` inside the "
+                    "same transaction). Create it on every target, with a `max.message.bytes` as large as the "
+                    "sources' largest record, and leave it out of `topics` (docs/faults.md).",
     )
     delivery_timeout_ms: int = Field(
         default=120_000, gt=0,

@@ -32,6 +32,10 @@ LIVE_COUNTERS = (
     ("treedist_records_copied_total", "copied", "Records copied to the distributor's target (acknowledged)."),
     ("treedist_records_skipped_total", "skipped", "Records read and not copied (the copy rule said no)."),
     ("treedist_records_malformed_total", "malformed", "Records whose copy-flag header could not be parsed."),
+    ("treedist_records_uncopyable_skipped_total", "uncopyable_skipped",
+     "Records over the size limit left out (distributor.on_uncopyable: skip)."),
+    ("treedist_records_dead_lettered_total", "dead_lettered",
+     "Records over the size limit written to the dead-letter topic on the target (distributor.on_uncopyable: dead_letter)."),
     ("treedist_bytes_copied_total", "bytes", "Key and value bytes of the records copied to the distributor's target."),
     ("treedist_query_restarts_total", "restarts", "Restarts of the distributor's query from its checkpoint."),
 )

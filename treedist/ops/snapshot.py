@@ -196,6 +196,8 @@ class StatusSource:
                 "last_batch_at": newest.committed_at if newest else None,
                 "topics": topics,
                 "live": known.get("counters"),
+                # inside `treedist run`: why the link's query last failed (names a record that could not be copied)
+                "last_error": known.get("last_error"),
             })
         return rows
 
@@ -232,7 +234,8 @@ class StatusSource:
                 "target": row["target"],
                 "failed": row["failed"],
                 "counters": {k: row[k] for k in ("records_in", "copied", "skipped", "malformed", "bytes", "restarts",
-                                                 "batch_seconds", "active")},
+                                                 "batch_seconds", "active", "uncopyable_skipped", "dead_lettered")},
+                "last_error": row["last_error"],
             }
         return out
 

@@ -658,7 +658,9 @@ def status_rows(app: DistributionApp) -> list[dict]:
                 "active": active, "failed": failed, "restarts": run.restarts, "batch_seconds": _batch_seconds(run.query),
                 "records_in": c["records_in"], "copied": c["copied"], "malformed": c["malformed"],
                 "skipped": c["records_in"] - c["copied"],  # not copied: the rule said no (or the malformed policy)
-                "bytes": c["bytes"],
+                "bytes": c["bytes"], "uncopyable_skipped": c["uncopyable_skipped"], "dead_lettered": c["dead_lettered"],
+                # why the query failed or last restarted, e.g. the record on_uncopyable 'fail' stopped at
+                "last_error": run.supervision.last_error,
             })
     return rows
 

@@ -9,7 +9,11 @@ For each record read (once) from the source cluster:
      key, value, timestamp, partition and the other headers in order, with
      one copy-flag header carrying flags | bit after them, and the origin header
      (cluster/topic/partition/offset) added when the record has none, i.e. on the first copy
-     from the cluster the record was produced on.
+     from the cluster the record was produced on;
+  4. a record whose key and value exceed the level's limit for the target topic
+     (`treedist.pipeline.uncopyable`) is not copied there: `on_uncopyable` fails the task naming
+     it, skips it, or writes it to the dead-letter topic on the target with headers naming its
+     origin and the reason; skipped and dead-lettered records are counted per level.
 
 Why a per-record loop and not Arrow: a copy is a produce() call with Python objects, so an
 Arrow detour (build columns, then take them apart again for produce) only adds work. The loop
@@ -27,6 +31,7 @@ from typing import Callable, Sequence
 
 from treedist.pipeline.errors import MalformedFlagsError, OversizedRecord
 from treedist.pipeline.positions import PartitionWindow
+from treedist.pipeline.uncopyable import DEAD_LETTER, FAIL, SKIP, dead_letter_headers, oversize_reason
 from treedist.topology.flags import MalformedFlags, MalformedFlagsPolicy, encode_flags, parse_flags
 
 log = logging.getLogger(__name__)
@@ -51,6 +56,8 @@ class LevelStats:
     copied: int = 0
     malformed: int = 0
     bytes: int = 0  # key + value bytes of this level's copies
+    uncopyable_skipped: int = 0  # over the size limit, left out (on_uncopyable: skip)
+    dead_lettered: int = 0  # over the size limit, written to the dead-letter topic
 
 
 @dataclass
@@ -66,9 +73,11 @@ class TaskStats:
         return sum(s.copied for s in self.levels)
 
     def vector(self) -> list[int]:
-        """[records_in, copied per level..., malformed per level..., bytes per level...] for the accumulator."""
+        """[records_in, copied per level..., malformed per level..., bytes per level...,
+        uncopyable_skipped per level..., dead_lettered per level...] for the accumulator."""
         return ([self.records_in] + [s.copied for s in self.levels] + [s.malformed for s in self.levels]
-                + [s.bytes for s in self.levels])
+                + [s.bytes for s in self.levels] + [s.uncopyable_skipped for s in self.levels]
+                + [s.dead_lettered for s in self.levels])
 
 
 @dataclass
@@ -81,6 +90,10 @@ class LevelCopy:
     produce: Produce
     on_queue_full: OnQueueFull
     topics: dict[str, str] | None = None  # source topic -> the target's name of it (None: the same)
+    # target topic -> the most key + value bytes a copy may have (uncopyable.record_limit);
+    # a topic not in it (or None): the copier's max_record_bytes
+    limits: dict[str, int] | None = None
+    target: str = ""  # the target cluster's name (dead-letter headers, errors)
 
 
 class RecordCopier:
@@ -94,6 +107,9 @@ class RecordCopier:
         origin_header: str,
         malformed_policy: MalformedFlagsPolicy,
         max_record_bytes: int,
+        on_uncopyable: str = FAIL,
+        dead_letter_topic: str | None = None,
+        explicit_limit: bool = True,
     ) -> None:
         self.cluster = cluster
         self.levels = list(levels)
@@ -101,6 +117,9 @@ class RecordCopier:
         self.origin_header = origin_header
         self.policy = malformed_policy
         self.max_record_bytes = max_record_bytes
+        self.on_uncopyable = on_uncopyable
+        self.dead_letter_topic = dead_letter_topic
+        self.explicit_limit = explicit_limit  # max_record_bytes set in the config (named in reasons)
         self.stats = TaskStats(levels=[LevelStats() for _ in levels])
         self._parsed: dict[bytes | None, int] = {}
         # Per level: flags of a record -> the copy-flag header entry of its copy (flags | bit).
@@ -126,6 +145,8 @@ class RecordCopier:
              None if uniform else (in_range[i] or (0, 0)))
             for i, lc in enumerate(levels)
         ]
+        # Per level: the size limit of its target topic (the check below is the one per copy).
+        limits = [self._limit(lc, out_topic) for lc, (_, _, _, out_topic, _) in zip(levels, plan)]
         copied = [0] * len(levels)
         level_bytes = [0] * len(levels)
         # Flags -> (index, produce, target topic, copy-flag header entry, range) of each level
@@ -135,7 +156,6 @@ class RecordCopier:
         routes: dict[int, tuple] = {}
         absent = _ABSENT
         origin_prefix = f"{self.cluster}/{topic}/{partition}/"
-        limit = self.max_record_bytes
         for msg in records:
             headers = msg.headers()
             raw = absent
@@ -157,7 +177,7 @@ class RecordCopier:
             todo = routes.get(flags)
             if todo is None:
                 todo = routes[flags] = tuple(
-                    (i, produce, out_topic, self._flag_entry(i, flags), span)
+                    (i, produce, out_topic, self._flag_entry(i, flags), span, limits[i])
                     for i, mask, produce, out_topic, span in plan if not flags & mask
                 )
             if not todo:
@@ -181,14 +201,12 @@ class RecordCopier:
             ts_type, ts = msg.timestamp()
             if not ts_type:
                 ts = 0
-            for i, produce, out_topic, tail, span in todo:
+            for i, produce, out_topic, tail, span, limit in todo:
                 if span is not None and not span[0] <= offset < span[1]:
                     continue
-                if size > limit:
-                    raise OversizedRecord(
-                        f"record at {self._where(topic, partition, offset)} is {size} bytes, over "
-                        f"distributor.max_record_bytes={limit}"
-                    )
+                if size > limit:  # step 4: fails, or is skipped or dead-lettered and counted
+                    self._uncopyable(i, topic, partition, offset, key, value, headers, ts, size, limit)
+                    continue
                 # One new list per copy: the producer takes it as it is.
                 if others is None:
                     new_headers = [tail, origin] if origin is not None else [tail]
@@ -206,6 +224,42 @@ class RecordCopier:
             level_stats.bytes += nbytes
         stats.records_in += len(records)
         stats.bytes += sum(level_bytes)
+
+    def _limit(self, lc: LevelCopy, out_topic: str) -> int:
+        limit = lc.limits.get(out_topic) if lc.limits is not None else None
+        return limit if limit is not None else self.max_record_bytes
+
+    def _uncopyable(self, i: int, topic: str, partition: int, offset: int, key, value, headers, ts: int,
+                    size: int, limit: int) -> None:
+        """Step 4 for level i: raise (fail), count (skip), or produce the record as read to the
+        dead-letter topic of the level's target, through the level's producer (so in
+        exactly_once inside its transaction, and its delivery is checked by `finish()` like a
+        copy's), its own headers followed by `dead_letter_headers`, and count it."""
+        lc = self.levels[i]
+        reason = oversize_reason(size, limit, self.explicit_limit)
+        where = self._where(topic, partition, offset)
+        if self.on_uncopyable == FAIL:
+            raise OversizedRecord(
+                f"record at {where} is {size} bytes, not copyable to level {lc.level} target {lc.target!r}: "
+                f"{reason} (distributor.on_uncopyable 'fail')"
+            )
+        stats = self.stats.levels[i]
+        if self.on_uncopyable == SKIP:
+            stats.uncopyable_skipped += 1
+        else:
+            assert self.on_uncopyable == DEAD_LETTER and self.dead_letter_topic is not None
+            dl_headers = [*(headers or ()),
+                          *dead_letter_headers(self.cluster, topic, partition, offset, lc.level, lc.target, reason)]
+            row = (self.dead_letter_topic, value, key, -1, None, None, ts, dl_headers)
+            try:
+                lc.produce(*row)  # partition -1: the producer's partitioner
+            except BufferError:
+                lc.on_queue_full(self.dead_letter_topic, value, key, -1, ts, dl_headers)
+            stats.dead_lettered += 1
+        if self._logged < MAX_LOGGED_MALFORMED:
+            self._logged += 1
+            log.warning("record at %s not copied to level %d target %r: %s; policy %s", where, lc.level, lc.target,
+                        reason, self.on_uncopyable)
 
     def _flag_entry(self, i: int, flags: int) -> tuple[str, bytes]:
         """Level i's copy-flag header entry for a record carrying `flags` (flags | bit), cached."""

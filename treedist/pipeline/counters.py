@@ -2,7 +2,8 @@
 
 Updated in executors once per task (`add(TaskStats.vector())`: a failed task's update is
 dropped by Spark), read on the driver. Layout: [records_in, copied per level...,
-malformed per level..., bytes per level...], levels in the plan's order.
+malformed per level..., bytes per level..., uncopyable_skipped per level..., dead_lettered
+per level...], levels in the plan's order (`TaskStats.vector`).
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ class ClusterCounters:
 
     def __init__(self, spark: SparkSession, plan: ClusterPlan) -> None:
         self.levels = [lp.name for lp in plan.levels]
-        self.accumulator = spark.sparkContext.accumulator([0] * (1 + 3 * len(self.levels)), VectorParam())
+        self.accumulator = spark.sparkContext.accumulator([0] * (1 + 5 * len(self.levels)), VectorParam())
 
     def snapshot(self) -> dict[str, dict[str, int]]:
-        """distributor name -> records_in, copied, malformed, bytes (copied key + value bytes)."""
+        """distributor name -> records_in, copied, malformed, bytes (copied key + value bytes),
+        uncopyable_skipped, dead_lettered (records over the size limit: treedist.pipeline.uncopyable)."""
         v = list(self.accumulator.value)
         n = len(self.levels)
         return {
-            name: {"records_in": v[0], "copied": v[1 + i], "malformed": v[1 + n + i], "bytes": v[1 + 2 * n + i]}
+            name: {"records_in": v[0], "copied": v[1 + i], "malformed": v[1 + n + i], "bytes": v[1 + 2 * n + i],
+                   "uncopyable_skipped": v[1 + 3 * n + i], "dead_lettered": v[1 + 4 * n + i]}
             for i, name in enumerate(self.levels)
         }

@@ -57,7 +57,7 @@ class ClusterPlan:
     flags_header: str
     origin_header: str
     malformed_policy: MalformedFlagsPolicy
-    max_record_bytes: int
+    max_record_bytes: int | None  # None: each target topic's own limit (treedist.pipeline.uncopyable)
     max_records_per_trigger: int
     topic_refresh_seconds: float
     checkpoint: str  # this query's checkpoint directory
@@ -84,6 +84,10 @@ class ClusterPlan:
     # `distributor.delivery`: "exactly_once" commits each task's copies to a target with their
     # source positions in one transaction there (treedist.pipeline.transactions).
     delivery: str = "at_least_once"
+    # `distributor.on_uncopyable`: fail | skip | dead_letter (treedist.pipeline.uncopyable), and
+    # the topic on each target that dead_letter writes to.
+    on_uncopyable: str = "fail"
+    dead_letter_topic: str = "treedist-dead-letter"
 
     @property
     def query_name(self) -> str:
@@ -160,6 +164,8 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         slots=slots,
         live_targets=live_targets,
         delivery=settings.delivery,
+        on_uncopyable=settings.on_uncopyable,
+        dead_letter_topic=settings.dead_letter_topic,
     )
 
 

@@ -4,7 +4,9 @@ Runs in an executor (a Python worker), inside the source's `read()`. Steps:
 
 1. take a consumer and, per target, a producer from the worker's idle clients
    (`treedist.pipeline.clients`); check that every topic of the task exists with its
-   partitions on every level's target (named error otherwise);
+   partitions on every level's target (named error otherwise), and with
+   `on_uncopyable: dead_letter` the dead-letter topic; take each target topic's size limit
+   (`treedist.pipeline.uncopyable`: max.message.bytes, asked once per worker and topic);
 2. assign the consumer to every window at its first offset and consume large batches; each
    run of records of one partition, cut at the window's end, goes to the RecordCopier, which
    produces the copies of every level (idempotent producer, acks=all, same partition);
@@ -44,7 +46,7 @@ from typing import Iterator, Sequence
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from treedist.pipeline import ahead, clients, transactions
+from treedist.pipeline import ahead, clients, transactions, uncopyable
 from treedist.pipeline.copier import LevelCopy, RecordCopier, TaskStats
 from treedist.pipeline.errors import PipelineError
 from treedist.pipeline.plan import ClusterPlan
@@ -130,7 +132,9 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
                         plan.producers[target], plan.cluster, target, _task_index())))
                 else:
                     producers[target] = clients.take_producer(plan.producers[target])
-                _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()})
+                _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()}
+                              | _dead_letter_wanted(plan))
+        limits = {t: _record_limits(plan, t, list(names[t].values())) for t in set(level_targets)}
         windows = task.windows
         if exactly:
             windows = _begin_transactions(plan, task, level_targets, names, producers, txns)
@@ -139,12 +143,14 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         level_copies = [
             LevelCopy(
                 lp.level, lp.mask, lp.bit, producers[t].raw.produce, producers[t].produce_when_queue_drains,
-                None if all(k == v for k, v in names[t].items()) else names[t],
+                None if all(k == v for k, v in names[t].items()) else names[t], limits[t], t,
             )
             for lp, t in zip(plan.levels, level_targets)
         ]
         copier = RecordCopier(
-            plan.cluster, level_copies, plan.flags_header, plan.origin_header, plan.malformed_policy, plan.max_record_bytes
+            plan.cluster, level_copies, plan.flags_header, plan.origin_header, plan.malformed_policy,
+            plan.max_record_bytes if plan.max_record_bytes is not None else uncopyable.record_limit(None, None, {}),
+            plan.on_uncopyable, plan.dead_letter_topic, explicit_limit=plan.max_record_bytes is not None,
         )
         directory = ahead.ahead_dir(plan.checkpoint)
         # No copying ahead in exactly_once: the positions a transaction records end at the
@@ -210,6 +216,24 @@ def _begin_transactions(plan: ClusterPlan, task: ReadTask, level_targets: list[s
         log.info("%s: replay of batch %s: the targets committed %d of its positions already; copying from there",
                  plan.cluster, task.batch, len(committed))
     return windows
+
+
+def _dead_letter_wanted(plan: ClusterPlan) -> dict[str, int]:
+    """With on_uncopyable 'dead_letter', the dead-letter topic must exist on every target:
+    checked at step 1 with the copies' topics, so that a missing one fails the task at its
+    start, named, and not when a first oversized record comes."""
+    return {plan.dead_letter_topic: -1} if plan.on_uncopyable == uncopyable.DEAD_LETTER else {}
+
+
+def _record_limits(plan: ClusterPlan, target: str, topics: list[str]) -> dict[str, int]:
+    """Target topic -> the most key + value bytes of a copy (step 1): max_record_bytes when set,
+    else the topic's max.message.bytes on the target (asked once per worker and topic,
+    `uncopyable.LIMITS`) and the producer's message.max.bytes."""
+    settings = plan.producers[target]
+    if plan.max_record_bytes is not None:
+        return {t: plan.max_record_bytes for t in topics}
+    known = uncopyable.LIMITS.get(target, settings, topics)
+    return {t: uncopyable.record_limit(None, known.get(t), settings) for t in topics}
 
 
 def _max_partition_per_topic(windows: Sequence[PartitionWindow]) -> dict[str, int]:
