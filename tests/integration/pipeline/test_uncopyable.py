@@ -3,7 +3,8 @@ this process) meets a record larger than the target topic's `max.message.bytes` 
 20,000 bytes there; the source topic keeps Kafka's default). With `distributor.on_uncopyable`:
 fail names the record; skip copies the rest and counts it; dead_letter copies the rest and
 writes the record to the dead-letter topic on c2 with headers naming its origin and the reason
-(in exactly_once, inside the task's transaction)."""
+(in exactly_once, inside the task's transaction). Then whole applications on Spark: under fail
+the parked link's status row names the record; under skip status and metrics count it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from treedist.pipeline.plan import plan_cluster
 from treedist.pipeline.source import DistributorReader
 from treedist.pipeline.task import run_task
 from treedist.pipeline.uncopyable import HEADER_PREFIX, HEADROOM
+
+from tests.e2e.workload import wait_for_links
 
 TARGET_LIMIT = 20_000
 BIG = 50_000  # value bytes of the record that cannot be copied (its key "k1-7": 4 more)
@@ -109,3 +112,70 @@ def test_dead_letter_without_the_topic_on_the_target_fails_at_the_start_naming_i
                               dead_letter_topic="no-such-dead-letter-topic")
     with pytest.raises(PipelineError, match="target cluster 'c2'.*'no-such-dead-letter-topic' does not exist"):
         run_task(plan, task)
+
+
+def _app_deployment(bootstrap, topic, checkpoints, **distributor):
+    spec = local_deployment(bootstrap, topics=[topic], tree={"level": 1, "children": ["c1", "c2"]},
+                            checkpoint_location=str(checkpoints),
+                            distributor={"trigger_interval": "200 milliseconds", **distributor})
+    return parse_deployment(spec)
+
+
+def _app_topics(local_kafka, topic: str) -> dict[str, str]:
+    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
+    ensure_topics("c1", admin_client({"bootstrap.servers": bootstrap["c1"]}), {topic: 1})
+    ensure_topics("c2", admin_client({"bootstrap.servers": bootstrap["c2"]}), {topic: 1},
+                  config={"max.message.bytes": str(TARGET_LIMIT)})
+    producer = Producer({"bootstrap.servers": bootstrap["c1"]})
+    for i in range(10):
+        producer.produce(topic, key=f"k{i}".encode(), value=b"x" * BIG if i == 3 else b"v", partition=0)
+    assert producer.flush(30) == 0
+    return bootstrap
+
+
+def test_status_names_the_record_that_stopped_a_link_under_fail(spark, local_kafka, unique_topic, tmp_path):
+    """A whole application: c1's query fails on the record at every restart, is parked, and
+    its status row (the snapshot's `last_error`) says which record and why."""
+    from treedist.pipeline.app import DistributionApp, status_rows
+    from treedist.pipeline.supervision import LinkState, RestartPolicy
+
+    bootstrap = _app_topics(local_kafka, unique_topic)
+    app = DistributionApp(_app_deployment(bootstrap, unique_topic, tmp_path / "cp"), spark,
+                          policy=RestartPolicy(max_failures=1, window_s=600, backoff_s=0.5, max_backoff_s=1.0))
+    app.start()
+    try:
+        wait_for = lambda: app.link_states()["c1-messages"]["state"] == LinkState.FAILED.value  # noqa: E731
+        wait_for_links(app, wait_for, 240, "c1's link to be parked")
+        [row] = [r for r in status_rows(app) if r["distributor"] == "c1-L1"]
+        assert row["failed"] or row["last_error"] is not None
+        assert row["last_error"].startswith("treedist.pipeline.errors.OversizedRecord: record at cluster 'c1' "
+                                            f"topic {unique_topic!r} partition 0 offset 3 is {BIG + 2} bytes")
+        assert "the target topic's size limit" in row["last_error"]
+    finally:
+        app.stop()
+
+
+def test_status_and_metrics_count_a_skipped_record(spark, local_kafka, unique_topic, tmp_path):
+    from treedist.ops.metrics import SnapshotCollector
+    from treedist.ops.snapshot import StatusSource
+    from treedist.pipeline.app import DistributionApp, status_rows
+
+    bootstrap = _app_topics(local_kafka, unique_topic)
+    deployment = _app_deployment(bootstrap, unique_topic, tmp_path / "cp", on_uncopyable="skip")
+    app = DistributionApp(deployment, spark)
+    app.start()
+    try:
+        def row():
+            return next(r for r in status_rows(app) if r["distributor"] == "c1-L1")
+        wait_for_links(app, lambda: row()["copied"] == 9, 240, "c1's 9 copyable records to be copied")
+        assert (row()["uncopyable_skipped"], row()["dead_lettered"], row()["last_error"]) == (1, 0, None)
+        source = StatusSource(deployment)
+        source.attach(app)
+        [link] = [r for r in source.refresh()["links"] if r["distributor"] == "c1-L1"]
+        assert (link["live"]["uncopyable_skipped"], link["live"]["dead_lettered"]) == (1, 0)
+        samples = {(s.name, s.labels["distributor"]): s.value for family in SnapshotCollector(source).collect()
+                   for s in family.samples if s.name.startswith(("treedist_records_uncopyable", "treedist_records_dead"))}
+        assert samples[("treedist_records_uncopyable_skipped_total", "c1-L1")] == 1
+        assert samples[("treedist_records_dead_lettered_total", "c1-L1")] == 0
+    finally:
+        app.stop()
