@@ -619,7 +619,21 @@ class Deployment(Frozen):
         if self.schemas is not None:
             self._check_schemas(self.schemas)
         self._check_spark_conf()
+        self._check_dead_letter()
         return self
+
+    def _check_dead_letter(self) -> None:
+        """A dead-letter topic that `topics` selects would be distributed like any other,
+        oversized records included: refused, naming the cluster."""
+        dist = self.distributor
+        if dist.on_uncopyable != "dead_letter":
+            return
+        for cluster in self.clusters:
+            if self.selects(cluster, dist.dead_letter_topic) is not None:
+                raise ValueError(
+                    f"distributor.dead_letter_topic: {dist.dead_letter_topic!r} is selected by `topics` on cluster "
+                    f"{cluster!r}, so its records would be distributed further; exclude it or choose another name"
+                )
 
     def _check_spark_conf(self) -> None:
         """With a control section, the deployment travels through etcd to every worker's
