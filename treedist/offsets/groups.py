@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
@@ -36,6 +36,9 @@ TP = tuple[str, int]  # (physical topic, partition)
 COORDINATOR_BUSY = frozenset({KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
                               KafkaError.NOT_COORDINATOR})
 COORDINATOR_WAIT_S = 30.0  # loading 50 offsets partitions took a few seconds on a busy 2-core machine
+
+# for_times reads at most this many records past offsets_for_times' answer per partition
+SCAN_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -108,17 +111,76 @@ class GroupClient:
         return self._list_offsets({tp: OffsetSpec.latest() for tp in set(tps)}, "end offsets")
 
     def for_times(self, wanted: Mapping[TP, int]) -> dict[TP, int | None]:
-        """tp -> first offset whose record timestamp is >= the given ms (offsets_for_times);
-        None when no record is that recent."""
+        """tp -> offset of the first record whose timestamp is >= the given ms; None when no
+        committed record is that recent.
+
+        Two steps. 1: ListOffsets by timestamp (offsets_for_times), which answers with the
+        first offset whose *batch* is that recent, control batches included. A transaction's
+        commit marker carries the time its coordinator wrote it, not the time of the records
+        it commits: on a partition of exactly_once copies (one marker per batch), whose
+        records keep their origin's older timestamps, the answer can be a marker's offset
+        well before the record the timestamp points at (measured: offset 10 for the record at
+        27; every copy in between would be read again). 2: the records from that answer are
+        read (every partition at once, read_committed) up to the first one that is that
+        recent; only markers up to the end means no such record yet. Past SCAN_LIMIT records,
+        or when the read makes no progress, the answer of step 1 stands: repeats, never a skip."""
         found = self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in wanted.items()}, "offsets for times")
-        return {tp: (off if off >= 0 else None) for tp, off in found.items()}
+        answer = {tp: (off if off >= 0 else None) for tp, off in found.items()}
+        return self._first_at_or_after(answer, wanted)
+
+    def _first_at_or_after(self, answer: dict[TP, int | None], wanted: Mapping[TP, int]) -> dict[TP, int | None]:
+        """Step 2 of for_times."""
+        out = dict(answer)
+        todo = {tp: off for tp, off in answer.items() if off is not None}
+        if not todo:
+            return out
+        ends = self.ends(todo)
+        todo = {tp: off for tp, off in todo.items() if off < ends.get(tp, 0)}
+        if not todo:
+            return out
+        consumer = self._reader()
+        consumer.incremental_assign([TopicPartition(t, p, off) for (t, p), off in todo.items()])
+        scanned: dict[TP, int] = {}
+        deadline = time.monotonic() + self._timeout_s
+
+        def settle(tp: TP, offset: int | None) -> None:
+            out[tp] = offset
+            del todo[tp]
+            consumer.incremental_unassign([TopicPartition(*tp)])
+
+        try:
+            while todo and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=5000, timeout=0.2):
+                    tp = (msg.topic(), msg.partition())
+                    if tp not in todo:
+                        continue
+                    if _at_end(msg):  # nothing that recent but markers: no record yet (the caller retries)
+                        settle(tp, None)
+                        continue
+                    if msg.error() is not None or msg.offset() < todo[tp]:
+                        continue
+                    scanned[tp] = scanned.get(tp, 0) + 1
+                    if msg.timestamp()[1] >= wanted[tp]:
+                        settle(tp, msg.offset())
+                    elif scanned[tp] >= SCAN_LIMIT:
+                        settle(tp, answer[tp])
+        finally:
+            consumer.unassign()
+        if todo:
+            log.info("cluster %r: reading the records after offsets_for_times' answer made no progress in %.0f s for "
+                     "%d partitions, e.g. %s; its answer stands", self.cluster, self._timeout_s, len(todo), sorted(todo)[:3])
+        return out
 
     def _list_offsets(self, specs: Mapping[TP, OffsetSpec], what: str) -> dict[TP, int]:
         if not specs:
             return {}
 
         def call() -> dict[TP, int]:
+            # read_committed: the end is the last stable offset, never past the records of a
+            # transaction still open (exactly_once copies in flight); a group placed at the
+            # end must not lie past records that become readable when it commits
             futures = self._admin.list_offsets({TopicPartition(t, p): s for (t, p), s in specs.items()},
+                                               isolation_level=IsolationLevel.READ_COMMITTED,
                                                request_timeout=self._timeout_s)
             return {(tp.topic, tp.partition): f.result(timeout=self._timeout_s).offset for tp, f in futures.items()}
         return self._retry(call, f"reading {what} of {len(specs)} partitions")
@@ -210,6 +272,51 @@ class GroupClient:
                             except MalformedOrigin:
                                 pass
                     out.append((msg.offset(), identity))
+                    done = done or msg.offset() >= stop - 1
+        finally:
+            consumer.unassign()
+        if not done:
+            raise ClusterUnreachable(f"cluster {self.cluster!r}: reading {tp[0]}[{tp[1]}] offsets [{start}, {stop}) "
+                                     f"made no progress past {out[-1][0] if out else start} in {self._timeout_s * 3:.0f} s")
+        return out
+
+    def last_record_before(self, tp: TP, offset: int, max_back: int) -> tuple[int, int] | None:
+        """(offset, timestamp ms) of the last record of `tp` below `offset`, looking at most
+        `max_back` offsets back; None when there is none. For a commit whose previous offset
+        holds no record: a transaction's marker, or an aborted transaction's records, which a
+        read_committed consumer steps over (its position, hence its commit, lies past them).
+        Reads windows growing from 64 offsets back (a marker is one offset; an aborted
+        transaction, up to its size)."""
+        floor = max(self.low([tp])[tp], offset - max_back)
+        stop, width = offset, 64
+        while stop > floor:
+            start = max(floor, stop - width)
+            found = self._timestamps(tp, start, stop)
+            if found:
+                return found[-1]
+            stop, width = start, width * 8
+        return None
+
+    def _timestamps(self, tp: TP, start: int, stop: int) -> list[tuple[int, int]]:
+        """(offset, timestamp ms) of the records of `tp` in [start, stop), in offset order; the
+        read ends at `stop` or where the partition ends (offsets without a record are never
+        delivered)."""
+        consumer = self._reader()
+        consumer.incremental_assign([TopicPartition(tp[0], tp[1], start)])
+        out: list[tuple[int, int]] = []
+        deadline = time.monotonic() + self._timeout_s * 3
+        done = False
+        try:
+            while not done and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=5000, timeout=0.2):
+                    if (msg.topic(), msg.partition()) != tp:
+                        continue
+                    if _at_end(msg) or (msg.error() is None and msg.offset() >= stop):
+                        done = True
+                        continue
+                    if msg.error() is not None:
+                        continue
+                    out.append((msg.offset(), msg.timestamp()[1]))
                     done = done or msg.offset() >= stop - 1
         finally:
             consumer.unassign()

@@ -164,6 +164,14 @@ class OffsetDistributionJob:
         if found is not None and found[0] < commit.offset - 1:
             # another group's read of this partition started lower: read this group's own record
             found = self.client.record_timestamps({tp: commit.offset - 1}).get(tp)
+        if found is None:
+            # Nothing at or after offset - 1: the group read to the end of a partition whose
+            # last offsets hold no record. A transaction's commit marker (every batch of
+            # exactly_once copies ends with one) or an aborted transaction's records: a
+            # read_committed consumer's position, hence its commit, lies past them. Its last
+            # consumed record is the last one below: its timestamp (or, where retention
+            # removed everything below, none: not distributed, as before).
+            found = self.client.last_record_before(tp, commit.offset, EXACT_WINDOW)
         return None if found is None else found[1]
 
     def _frontier(self, group: str, commit: Commit, meta) -> Frontier | None:

@@ -4,6 +4,8 @@ stalling them: the exact-mode identities and the record timestamps, on a real br
 
 from __future__ import annotations
 
+import time
+
 from confluent_kafka import Producer
 
 from treedist.offsets.groups import GroupClient
@@ -32,7 +34,13 @@ def test_reads_ending_on_offsets_without_records_return_what_is_there(local_kafk
     client = GroupClient("c1", {"bootstrap.servers": servers}, timeout_s=5.0)
     try:
         tp = (unique_topic, 0)
+        # The end is the last stable offset (read_committed): it passes the aborted records once
+        # the abort marker is written, which follows abort_transaction's return.
+        deadline = time.monotonic() + 30
         end = client.ends([tp])[tp]
+        while end <= 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            end = client.ends([tp])[tp]
         assert end > 5  # precondition: offsets past the 5 records hold the aborted ones and the marker
         # a group that read everything committed `end`: its last "consumed" offset holds no record
         records = client.identities(tp, 0, end, "treedist-origin")
