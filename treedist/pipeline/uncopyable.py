@@ -13,6 +13,7 @@ worker already asked about.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Mapping
@@ -21,7 +22,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from treedist.kafka.logs import client_logger
-from treedist.pipeline.errors import PipelineError
+
+log = logging.getLogger(__name__)
 
 FAIL, SKIP, DEAD_LETTER = "fail", "skip", "dead_letter"
 # Kafka's default broker `message.max.bytes` / topic `max.message.bytes`.
@@ -78,8 +80,7 @@ class TopicLimits:
         self._lock = threading.Lock()
 
     def get(self, target: str, settings: Mapping[str, str], topics: list[str]) -> dict[str, int | None]:
-        """topic -> its max.message.bytes on `target` (None: the topic has no such config).
-        Raises PipelineError naming the target when it does not answer."""
+        """topic -> its max.message.bytes on `target` (None: not known, `_describe`)."""
         key = tuple(sorted(settings.items()))
         now = time.monotonic()
         with self._lock:
@@ -107,16 +108,26 @@ def _admin_settings(conf: Mapping[str, str]) -> dict[str, str]:
 
 
 def _describe(admin: AdminClient, target: str, topics: list[str]) -> dict[str, int | None]:
-    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-    out: dict[str, int | None] = {}
+    """topic -> max.message.bytes; None where the target did not say (then Kafka's default
+    applies, logged). Why not fail the task: the copies themselves meet an unreachable target
+    or a missing topic and fail naming it; a broker that does not answer DescribeConfigs for a
+    topic must not stop a link whose records all fit the default."""
+    out: dict[str, int | None] = {t: None for t in topics}
     try:
-        futures = admin.describe_configs(resources, request_timeout=DESCRIBE_TIMEOUT_S)
+        futures = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics],
+                                         request_timeout=DESCRIBE_TIMEOUT_S)
         for resource, future in futures.items():
-            entry = future.result(timeout=DESCRIBE_TIMEOUT_S).get("max.message.bytes")
-            out[resource.name] = int(entry.value) if entry is not None and entry.value is not None else None
-    except (KafkaException, TimeoutError) as err:
-        raise PipelineError(f"target cluster {target!r}: reading max.message.bytes of {sorted(topics)} failed: {err}") \
-            from err
+            try:
+                entry = future.result(timeout=DESCRIBE_TIMEOUT_S).get("max.message.bytes")
+            except (KafkaException, TimeoutError) as err:
+                log.warning("target cluster %r: no max.message.bytes for topic %r (%s); assuming Kafka's default %d",
+                            target, resource.name, err, KAFKA_DEFAULT_MAX_MESSAGE_BYTES)
+                continue
+            if entry is not None and entry.value is not None:
+                out[resource.name] = int(entry.value)
+    except KafkaException as err:
+        log.warning("target cluster %r: describe_configs failed (%s); assuming Kafka's default max.message.bytes %d",
+                    target, err, KAFKA_DEFAULT_MAX_MESSAGE_BYTES)
     return out
 
 
