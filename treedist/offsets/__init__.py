@@ -18,7 +18,12 @@ def offset_jobs(deployment: Deployment, targets: TargetTable | None = None) -> l
     if not deployment.offsets.enabled:
         return []
     naming = deployment.naming()
-    committers = {name: OffsetCommitter(name, GroupClient(name, c.client_config()), naming, deployment.origin_header)
+    # Transaction markers on the targets come from exactly_once copies: only then is each
+    # lookup by time followed by a read past them (GroupClient.for_times), one fetch per
+    # partition that at_least_once deployments need not pay.
+    past_markers = deployment.distributor.delivery == "exactly_once"
+    committers = {name: OffsetCommitter(name, GroupClient(name, c.client_config(), read_past_markers=past_markers),
+                                        naming, deployment.origin_header)
                   for name, c in deployment.clusters.items()}
     targets = targets if targets is not None else TargetTable(deployment.topology())
     return [OffsetDistributionJob(deployment, name, GroupClient(name, c.client_config()), committers, targets)

@@ -54,8 +54,10 @@ class Commit:
 class GroupClient:
     """Reads and writes one cluster's consumer-group offsets (driver; one thread at a time)."""
 
-    def __init__(self, cluster: str, client_config: Mapping[str, object], timeout_s: float = 10.0, attempts: int = 3):
+    def __init__(self, cluster: str, client_config: Mapping[str, object], timeout_s: float = 10.0, attempts: int = 3,
+                 read_past_markers: bool = True):
         self.cluster = cluster
+        self._read_past_markers = read_past_markers  # step 2 of for_times
         self._conf = dict(client_config)
         self._timeout_s = timeout_s
         self._attempts = attempts
@@ -123,9 +125,13 @@ class GroupClient:
         24; every copy in between would be read again). 2: the records from that answer are
         read (every partition at once, read_committed) up to the first one that is that
         recent; only markers up to the end means no such record yet. Past SCAN_LIMIT records,
-        or when the read makes no progress, the answer of step 1 stands: repeats, never a skip."""
+        or when the read makes no progress, the answer of step 1 stands: repeats, never a skip.
+        Step 2 is skipped without `read_past_markers` (at_least_once deployments: their
+        copies carry no markers, and it costs a fetch per partition)."""
         found = self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in wanted.items()}, "offsets for times")
         answer = {tp: (off if off >= 0 else None) for tp, off in found.items()}
+        if not self._read_past_markers:
+            return answer
         return self._first_at_or_after(answer, wanted)
 
     def _first_at_or_after(self, answer: dict[TP, int | None], wanted: Mapping[TP, int]) -> dict[TP, int | None]:
