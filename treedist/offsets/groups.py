@@ -16,10 +16,10 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Message
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from treedist.kafka.admin import groups_committed
@@ -250,11 +250,29 @@ class GroupClient:
         never taken as consumed elsewhere). Exact mode reads partitions with this."""
         from treedist.topology.origin import MalformedOrigin, Origin
 
+        out: list[tuple[int, tuple[str, int]]] = []
+        for msg in self._records(tp, start, stop):
+            identity = (self.cluster, msg.offset())
+            for key, value in msg.headers() or ():
+                if key == origin_header and value is not None:
+                    try:
+                        origin = Origin.decode(value)
+                        identity = (origin.cluster, origin.offset)
+                    except MalformedOrigin:
+                        pass
+            out.append((msg.offset(), identity))
+        return out
+
+    def _records(self, tp: TP, start: int, stop: int) -> Iterator[Message]:
+        """The records of `tp` in [start, stop), in offset order (the one range reader of
+        `identities` and `_timestamps`). The read ends at `stop`, or where the partition ends:
+        offsets in it that hold no record (compacted away, transaction markers) are never
+        delivered. ClusterUnreachable when it makes no progress within 3 x the timeout."""
         if start >= stop:
-            return []
+            return
         consumer = self._reader()
         consumer.incremental_assign([TopicPartition(tp[0], tp[1], start)])
-        out: list[tuple[int, tuple[str, int]]] = []
+        last = start
         deadline = time.monotonic() + self._timeout_s * 3
         done = False
         try:
@@ -262,29 +280,19 @@ class GroupClient:
                 for msg in consumer.consume(num_messages=5000, timeout=0.2):
                     if (msg.topic(), msg.partition()) != tp:
                         continue
-                    # The window ends at `stop`, or where the partition ends: offsets in it that
-                    # hold no record (compacted away, transaction markers) are never delivered.
                     if _at_end(msg) or (msg.error() is None and msg.offset() >= stop):
                         done = True
                         continue
                     if msg.error() is not None:
                         continue
-                    identity = (self.cluster, msg.offset())
-                    for key, value in msg.headers() or ():
-                        if key == origin_header and value is not None:
-                            try:
-                                origin = Origin.decode(value)
-                                identity = (origin.cluster, origin.offset)
-                            except MalformedOrigin:
-                                pass
-                    out.append((msg.offset(), identity))
+                    last = msg.offset()
+                    yield msg
                     done = done or msg.offset() >= stop - 1
         finally:
             consumer.unassign()
         if not done:
             raise ClusterUnreachable(f"cluster {self.cluster!r}: reading {tp[0]}[{tp[1]}] offsets [{start}, {stop}) "
-                                     f"made no progress past {out[-1][0] if out else start} in {self._timeout_s * 3:.0f} s")
-        return out
+                                     f"made no progress past {last} in {self._timeout_s * 3:.0f} s")
 
     def last_record_before(self, tp: TP, offset: int, max_back: int) -> tuple[int, int] | None:
         """(offset, timestamp ms) of the last record of `tp` below `offset`, looking at most
@@ -304,32 +312,8 @@ class GroupClient:
         return None
 
     def _timestamps(self, tp: TP, start: int, stop: int) -> list[tuple[int, int]]:
-        """(offset, timestamp ms) of the records of `tp` in [start, stop), in offset order; the
-        read ends at `stop` or where the partition ends (offsets without a record are never
-        delivered)."""
-        consumer = self._reader()
-        consumer.incremental_assign([TopicPartition(tp[0], tp[1], start)])
-        out: list[tuple[int, int]] = []
-        deadline = time.monotonic() + self._timeout_s * 3
-        done = False
-        try:
-            while not done and time.monotonic() < deadline:
-                for msg in consumer.consume(num_messages=5000, timeout=0.2):
-                    if (msg.topic(), msg.partition()) != tp:
-                        continue
-                    if _at_end(msg) or (msg.error() is None and msg.offset() >= stop):
-                        done = True
-                        continue
-                    if msg.error() is not None:
-                        continue
-                    out.append((msg.offset(), msg.timestamp()[1]))
-                    done = done or msg.offset() >= stop - 1
-        finally:
-            consumer.unassign()
-        if not done:
-            raise ClusterUnreachable(f"cluster {self.cluster!r}: reading {tp[0]}[{tp[1]}] offsets [{start}, {stop}) "
-                                     f"made no progress past {out[-1][0] if out else start} in {self._timeout_s * 3:.0f} s")
-        return out
+        """(offset, timestamp ms) of the records of `tp` in [start, stop), in offset order."""
+        return [(msg.offset(), msg.timestamp()[1]) for msg in self._records(tp, start, stop)]
 
     def low(self, tps: Iterable[TP]) -> dict[TP, int]:
         return self._list_offsets({tp: OffsetSpec.earliest() for tp in set(tps)}, "start offsets")
