@@ -39,12 +39,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from treedist.local.errors import LocalClusterError
 from treedist.local.launcher import pid_alive, stop_all
+from treedist.local.spark_standalone import read_json, wait_for
 
 STATE_FILE = "netbed.json"
 DEFAULT_PREFIX = "tdnb"
@@ -155,7 +155,7 @@ class NetBed:
 
     def master_state(self) -> dict | None:
         """The master's REST status (`/json/`: workers, applications), None if it does not answer."""
-        return _json(self.master_ui + "/json/")
+        return read_json(self.master_ui + "/json/")
 
     # -- state file ----------------------------------------------------------------------
 
@@ -392,23 +392,8 @@ def _kill(pids: list[int], grace: float) -> None:
             return
 
 
-def _json(url: str) -> dict | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return json.loads(answer.read())
-    except (OSError, ValueError):
-        return None
-
-
 def _wait(predicate, process: Process, what: str, timeout: float = READY_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(process.pid):
-            raise NetBedError(f"{process.role} exited while waiting for {what}; see {process.log_file}")
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise NetBedError(f"timed out after {timeout:.0f} s waiting for {what}; see {process.log_file}")
+    wait_for(predicate, timeout, process.pid, process.role, process.log_file, what, error=NetBedError)
 
 
 def _kafka_up(argv: list[str]) -> int:

@@ -116,11 +116,11 @@ def start_standalone(base_dir: str | Path, cores: int = 2, memory: str = "1g", t
     worker = None
     try:
         url = f"spark://{HOST}:{port}"
-        _wait(lambda: _json(f"http://{HOST}:{master_ui}/json/") is not None, timeout, master, "the master to answer")
+        _wait(lambda: read_json(f"http://{HOST}:{master_ui}/json/") is not None, timeout, master, "the master to answer")
         worker = SparkDaemon("worker", _spawn([WORKER_CLASS, url, "--host", HOST, "--webui-port", str(worker_ui),
                                                 "--cores", str(cores), "--memory", memory, "--work-dir", str(base / "work")],
                                                base / "worker.log", env), worker_ui, str(base / "worker.log"))
-        _wait(lambda: any(w.get("state") == "ALIVE" for w in (_json(f"http://{HOST}:{master_ui}/json/") or {}).get("workers", [])),
+        _wait(lambda: any(w.get("state") == "ALIVE" for w in (read_json(f"http://{HOST}:{master_ui}/json/") or {}).get("workers", [])),
               timeout, worker, "the worker to register with the master")
     except BaseException:
         if worker is not None:
@@ -130,7 +130,9 @@ def start_standalone(base_dir: str | Path, cores: int = 2, memory: str = "1g", t
     return StandaloneCluster(master, worker, port, str(base))
 
 
-def _json(url: str) -> dict | None:
+def read_json(url: str) -> dict | None:
+    """The JSON a Spark master's UI answers at `url` (driver of the local tools), None when it
+    does not answer (yet). Also used by the multi-host bed (treedist.local.netbed)."""
     try:
         with urllib.request.urlopen(url, timeout=2) as answer:
             return json.loads(answer.read())
@@ -138,12 +140,19 @@ def _json(url: str) -> dict | None:
         return None
 
 
-def _wait(predicate, timeout: float, daemon: SparkDaemon, what: str) -> None:
+def wait_for(predicate, timeout: float, pid: int, who: str, log_file, what: str,
+             error: type[LocalClusterError] = LocalClusterError) -> None:
+    """Until `predicate()` holds, polling every 0.5 s; `error` naming `who` and its log when
+    process `pid` exits first or `timeout` passes. Also used by treedist.local.netbed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not pid_alive(daemon.pid):
-            raise LocalClusterError(f"the Spark {daemon.role} exited while waiting for {what}; see {daemon.log_file}")
+        if not pid_alive(pid):
+            raise error(f"{who} exited while waiting for {what}; see {log_file}")
         if predicate():
             return
         time.sleep(0.5)
-    raise LocalClusterError(f"timed out after {timeout:.0f} s waiting for {what}; see {daemon.log_file}")
+    raise error(f"timed out after {timeout:.0f} s waiting for {what}; see {log_file}")
+
+
+def _wait(predicate, timeout: float, daemon: SparkDaemon, what: str) -> None:
+    wait_for(predicate, timeout, daemon.pid, f"the Spark {daemon.role}", daemon.log_file, what)
