@@ -34,6 +34,17 @@ def verify_strict(config: Path, topic: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+def _exactly_once_deployment(bootstrap: dict[str, str], topic: str, tmp_path: Path):
+    """The deployment file and the parsed deployment of the broker and outage cases: every
+    cluster, exactly_once, an unreachable cluster noticed after 4 s."""
+    spec = local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "cp"),
+                            distributor={"trigger_interval": "200 milliseconds", "unreachable_after": "4s",
+                                         "delivery_timeout_ms": 30000, "delivery": "exactly_once"})
+    config = tmp_path / "deployment.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    return config, parse_deployment(spec)
+
+
 def test_kill_9_of_treedist_mid_stream_then_restart_no_loss_no_duplicates(local_kafka, unique_topic, tmp_path):
     bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
     spec = local_deployment(
@@ -83,12 +94,7 @@ def test_a_target_broker_sigkilled_and_restarted_no_loss_no_duplicates(spark, un
     try:
         bootstrap = clusters.bootstrap
         create_topic_everywhere(bootstrap, unique_topic, 3)
-        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "cp"),
-                                distributor={"trigger_interval": "200 milliseconds", "unreachable_after": "4s",
-                                             "delivery_timeout_ms": 30000, "delivery": "exactly_once"})
-        config = tmp_path / "deployment.yaml"
-        config.write_text(yaml.safe_dump(spec))
-        deployment = parse_deployment(spec)
+        config, deployment = _exactly_once_deployment(bootstrap, unique_topic, tmp_path)
         app = DistributionApp(deployment, spark)
         app.start()
         try:
@@ -193,12 +199,7 @@ def test_a_cluster_down_for_a_while_no_loss_no_duplicates(spark, unique_topic, t
     try:
         bootstrap = clusters.bootstrap
         create_topic_everywhere(bootstrap, unique_topic, 3)
-        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "cp"),
-                                distributor={"trigger_interval": "200 milliseconds", "unreachable_after": "4s",
-                                             "delivery_timeout_ms": 30000, "delivery": "exactly_once"})
-        config = tmp_path / "deployment.yaml"
-        config.write_text(yaml.safe_dump(spec))
-        deployment = parse_deployment(spec)
+        config, deployment = _exactly_once_deployment(bootstrap, unique_topic, tmp_path)
         app = DistributionApp(deployment, spark)
         app.start()
         try:
