@@ -37,6 +37,24 @@ def kill_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
+def kill_9_mid_stream(bootstrap, topic: str, partitions: int, config, log, timeout: float) -> int:
+    """Produce 3,000 records per cluster, start `treedist run`, and SIGKILL it mid-stream,
+    proven: every cluster has received copies (the wait returns on timeout, so its target is
+    asserted, not assumed), and not every cluster has all of them yet. Returns the records
+    produced. (Watermarks count transaction markers too: in exactly_once a count is an upper
+    bound.)"""
+    first = produce_concurrently(bootstrap, topic, 3000, partitions)
+    app = start_app(config, log)
+    try:
+        counts = wait_for_counts(bootstrap, topic, 3000 + 1200, timeout=timeout, check=still_running(app, log))
+        assert all(v >= 3000 + 1200 for v in counts.values()), f"copying had not started everywhere: {counts}"
+        assert any(v < first for v in counts.values()), f"distribution finished before the kill: {counts}"
+    finally:
+        kill_group(app, signal.SIGKILL)
+        app.wait(30)
+    return first
+
+
 def still_running(app: subprocess.Popen, log: Path):
     """A `check` for the waits: fail at once, with the log's end, when the application has exited."""
 
@@ -60,17 +78,7 @@ def test_kill_9_mid_stream_then_restart_loses_nothing(local_kafka, unique_topic,
     create_topic_everywhere(bootstrap, unique_topic, PARTITIONS)
     log = tmp_path / "app.log"
 
-    first = produce_concurrently(bootstrap, unique_topic, 3000, PARTITIONS)
-    app = start_app(config, log)
-    try:
-        # Mid-stream, proven: every cluster has received copies (the wait returns on timeout, so
-        # its target is asserted, not assumed), and not every cluster has all of them yet.
-        counts = wait_for_counts(bootstrap, unique_topic, 3000 + 1200, timeout=240, check=still_running(app, log))
-        assert all(v >= 3000 + 1200 for v in counts.values()), f"copying had not started everywhere: {counts}"
-        assert any(v < first for v in counts.values()), f"distribution finished before the kill: {counts}"
-    finally:
-        kill_group(app, signal.SIGKILL)
-        app.wait(30)
+    first = kill_9_mid_stream(bootstrap, unique_topic, PARTITIONS, config, log, timeout=240)
 
     second = produce_concurrently(bootstrap, unique_topic, 500, PARTITIONS)
     total = first + second

@@ -21,8 +21,8 @@ from treedist.local.deployment import local_deployment
 from treedist.local.launcher import restart_broker, wait_ready
 from treedist.pipeline.app import DistributionApp
 
-from tests.e2e.test_crash_restart import kill_group, start_app, still_running
-from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce_concurrently, wait_for_counts, wait_until_complete
+from tests.e2e.test_crash_restart import kill_9_mid_stream, kill_group, start_app, still_running
+from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce_concurrently, wait_until_complete
 
 pytestmark = pytest.mark.e2e
 CLUSTERS = ["c1", "c2", "c3", "c4"]
@@ -58,17 +58,7 @@ def test_kill_9_of_treedist_mid_stream_then_restart_no_loss_no_duplicates(local_
     create_topic_everywhere(bootstrap, unique_topic, 4)
     log = tmp_path / "app.log"
 
-    first = produce_concurrently(bootstrap, unique_topic, 3000, 4)
-    app = start_app(config, log)
-    try:
-        # Mid-stream: every cluster has received copies, and not every one has all of them.
-        # (Watermarks count transaction markers too: a count here is an upper bound.)
-        counts = wait_for_counts(bootstrap, unique_topic, 3000 + 1200, timeout=300, check=still_running(app, log))
-        assert all(v >= 3000 + 1200 for v in counts.values()), f"copying had not started everywhere: {counts}"
-        assert any(v < first for v in counts.values()), f"distribution finished before the kill: {counts}"
-    finally:
-        kill_group(app, signal.SIGKILL)
-        app.wait(30)
+    first = kill_9_mid_stream(bootstrap, unique_topic, 4, config, log, timeout=300)
 
     second = produce_concurrently(bootstrap, unique_topic, 500, 4)
     total = first + second
