@@ -46,13 +46,33 @@ def _run_until(app, bootstrap, topic, total):
         expected = total if isinstance(total, dict) else {c: total for c in bootstrap}
         for cluster, count in expected.items():
             wait_for_counts({cluster: bootstrap[cluster]}, topic, count, timeout=240, check=app.check)
-        deadline = time.monotonic() + 30
-        while not app.idle() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        _await_settled(app)
         counts = wait_for_counts(bootstrap, topic, 0, timeout=0)
         return counts, {p["distributor"]: p for p in app.progress()}
     finally:
         app.stop()
+
+
+def _await_settled(app, quiet_seconds=3.0, timeout=60.0):
+    """Wait until every query has been idle, with unchanged counters, for `quiet_seconds`.
+
+    One idle sample is not enough: the copies that made a target's count complete land on
+    that target between its triggers, and its query reports idle (its last trigger found
+    nothing) until the next trigger, 200 ms later, reads them (CI failed once on that:
+    c2-L1 had read 300 of 605)."""
+    deadline = time.monotonic() + timeout
+    quiet_since, last = None, None
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        snapshot = [(run.plan.cluster, run.counters.snapshot()) for run in app.running.values()]
+        if app.idle() and snapshot == last:
+            quiet_since = quiet_since or now
+            if now - quiet_since >= quiet_seconds:
+                return
+        else:
+            quiet_since = None
+        last = snapshot
+        time.sleep(0.1)
 
 
 def _report(deployment, topic):
