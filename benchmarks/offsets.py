@@ -28,7 +28,7 @@ from benchmarks.harness.workbench import Workbench
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
 from treedist.offsets import offset_jobs
-from treedist.pipeline.jobs import Scheduler
+from treedist.driver.jobs import Scheduler
 
 TOPIC = "offsets-bench"
 RECORDS = 20

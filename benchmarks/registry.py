@@ -124,7 +124,7 @@ def main(argv=None) -> int:
 
             log("schema distributor: starting Spark")
             from treedist.config import load_deployment
-            from treedist.pipeline.schemas import SchemaDistributor
+            from treedist.driver.schemas import SchemaDistributor
             from treedist.spark.session import FAST_START_CONF, build_session
 
             spark = build_session(master=args.master, app_name="bench-registry", conf=FAST_START_CONF)

@@ -22,7 +22,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from treedist.config.loader import load_deployment
-    from treedist.pipeline.app import DistributionApp
+    from treedist.driver.app import DistributionApp
     from treedist.spark.session import build_session
 
     deployment = load_deployment(args.config)

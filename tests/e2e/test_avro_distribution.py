@@ -16,7 +16,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from treedist.config import parse_deployment
 from treedist.kafka.admin import ensure_topics
-from treedist.pipeline.app import DistributionApp
+from treedist.driver.app import DistributionApp
 from treedist.registry.serve import RegistryServer, role_of, store_for
 
 from tests.unit.registry.schemas import V1

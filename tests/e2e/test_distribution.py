@@ -6,7 +6,7 @@ import pytest
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import DEFAULT_TREE, local_deployment
-from treedist.pipeline.app import DistributionApp
+from treedist.driver.app import DistributionApp
 from treedist.verify import verify_topic
 
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently, produce_malformed_flags, wait_for_counts

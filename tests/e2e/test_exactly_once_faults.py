@@ -19,7 +19,7 @@ from treedist.config import parse_deployment
 from treedist.local import LocalClusters
 from treedist.local.deployment import local_deployment
 from treedist.local.launcher import restart_broker, wait_ready
-from treedist.pipeline.app import DistributionApp
+from treedist.driver.app import DistributionApp
 
 from tests.e2e.test_crash_restart import kill_9_mid_stream, kill_group, start_app, still_running
 from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce_concurrently, wait_until_complete

@@ -5,7 +5,7 @@ reported. Clusters are stopped with SIGTERM and started again on their data dirs
 options (`LocalClusters.start` on the same state file): on Apache Kafka what a cluster
 acknowledged survives its restart, so nothing may be missing, with no allowance. Other
 faults: kill -9 (test_crash_restart.py), a target down and back
-(tests/integration/pipeline/test_supervision_live.py), a target switch under load
+(tests/integration/driver/test_supervision_live.py), a target switch under load
 (test_target_failover.py), a cluster down 60 s under `treedist run` (test_outage_quiet.py);
 the table with results is in docs/faults.md."""
 
@@ -19,7 +19,7 @@ from treedist.config import parse_deployment
 from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
 from treedist.local import LocalClusters
 from treedist.local.deployment import local_deployment
-from treedist.pipeline.app import DistributionApp
+from treedist.driver.app import DistributionApp
 
 from tests.e2e.workload import (
     ProducersAtRate, create_topic_everywhere, duplicates_by_origin, produce_concurrently, wait_for_links,

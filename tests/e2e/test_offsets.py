@@ -22,7 +22,7 @@ from confluent_kafka import Producer, TopicPartition
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
-from treedist.pipeline.app import DistributionApp
+from treedist.driver.app import DistributionApp
 from treedist.topology.offsets import parse_commit_metadata
 
 from tests.e2e.offsets_workload import (
@@ -78,14 +78,14 @@ def tree(spark, local_kafka, tmp_path_factory):
     CONFIG["path"].write_text(yaml.safe_dump(spec))
     CONFIG["engine"] = local_kafka.brokers["c1"].engine
     CONFIG["failures"] = failures = _Failures()
-    logging.getLogger("treedist.pipeline.jobs").addHandler(failures)
+    logging.getLogger("treedist.driver.jobs").addHandler(failures)
     app = DistributionApp(deployment, spark)
     app.start()
     try:
         yield bootstrap, topics, app
     finally:
         app.stop()
-        logging.getLogger("treedist.pipeline.jobs").removeHandler(failures)
+        logging.getLogger("treedist.driver.jobs").removeHandler(failures)
 
 
 def _all_commits(bootstrap, group):

@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
-from treedist.pipeline.app import DistributionApp
+from treedist.driver.app import DistributionApp
 
 from tests.e2e.offsets_workload import (
     commits, consume_and_commit, consume_rest, group_name, missed_and_repeated, produce, read_partition, stored_commits,

@@ -16,7 +16,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import DEFAULT_TREE
-from treedist.pipeline.schemas import SchemaDistributor
+from treedist.driver.schemas import SchemaDistributor
 from treedist.registry.records import Record, SchemaKey, SchemaValue
 from treedist.registry.serve import RegistryServer, role_of, store_for
 

@@ -12,7 +12,7 @@ import pytest
 from treedist.config import parse_deployment
 from treedist.local import LocalClusters
 from treedist.local.deployment import local_deployment
-from treedist.pipeline.app import DistributionApp
+from treedist.driver.app import DistributionApp
 
 from tests.e2e.workload import (
     create_topic_everywhere, produce_concurrently, wait_for_counts, wait_for_links, wait_until_complete,

@@ -1,4 +1,4 @@
-"""ACL sync as a driver-side background job (treedist.pipeline.jobs.Job).
+"""ACL sync as a driver-side background job (treedist.driver.jobs.Job).
 
 Runs on the driver in the Spark application of the distributors, beside topic sync, as part
 of the `topic-sync` unit (treedist.control.units): one pass every `acls.interval`. Not before

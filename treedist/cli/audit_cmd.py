@@ -116,7 +116,7 @@ def _regex(pattern: str) -> re.Pattern[str]:
 def producer_config(deployment: Deployment, cluster: str) -> tuple[dict, str]:
     """The librdkafka settings treedist's distributors produce to `cluster` with, and their source.
 
-    The distributors build their producers from `treedist.pipeline.plan.producer_settings`;
+    The distributors build their producers from `treedist.records.plan.producer_settings`;
     the audit asks the same function. If it refuses the settings (a client setting
     contradicting acks=all or enable.idempotence=true), the audit judges what the deployment
     asked for over those defaults. If the pipeline cannot be imported, the deployment's
@@ -124,7 +124,7 @@ def producer_config(deployment: Deployment, cluster: str) -> tuple[dict, str]:
     """
     required = {"acks": "all", "enable.idempotence": "true"}
     try:
-        from treedist.pipeline.plan import producer_settings
+        from treedist.records.plan import producer_settings
         from treedist.spark.errors import SparkOptionError
     except ImportError as err:
         conf = {**required, **deployment.clusters[cluster].client_config()}

@@ -28,8 +28,8 @@ from treedist.local.launcher import ENGINE_NAMES, ENGINES
 from treedist.local.demo import DemoWorkload
 from treedist.local.switch import GroupSwitch
 from treedist.local.deployment import write_local_deployment
-from treedist.pipeline.lifecycle import StopRequested, StopSignals
-from treedist.pipeline.preflight import check_clients, check_connections
+from treedist.driver.lifecycle import StopRequested, StopSignals
+from treedist.driver.preflight import check_clients, check_connections
 
 DEMO_TOPIC = "demo"
 
@@ -121,7 +121,7 @@ def _start_app(stack: ExitStack, deployment: Deployment, signals: StopSignals, o
     view, when asked for, serve it."""
     from treedist.ops.serve import serve
     from treedist.ops.snapshot import RUN_TIMESTAMP_SCAN_RECORDS, StatusJob, StatusSource
-    from treedist.pipeline.app import DistributionApp, background_jobs
+    from treedist.driver.app import DistributionApp, background_jobs
 
     check_clients(deployment)  # one line naming cluster and key, before any Spark output
     check_connections(deployment)  # one line naming cluster and cause (login, TLS, unreachable), ditto
@@ -142,7 +142,7 @@ def _start_app(stack: ExitStack, deployment: Deployment, signals: StopSignals, o
 
 def _announce_queries(app) -> None:
     """Start-up progress: "query 2 of 4 (c2-messages) starting" as each query starts."""
-    from treedist.pipeline.plan import plan_all
+    from treedist.records.plan import plan_all
 
     total = len(plan_all(app.deployment))
     start = app._start

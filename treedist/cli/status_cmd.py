@@ -64,7 +64,7 @@ def status(
         print_json(snap) if as_json else print_status(snap)
         return
     from treedist.ops.serve import serve
-    from treedist.pipeline.lifecycle import StopRequested, StopSignals
+    from treedist.driver.lifecycle import StopRequested, StopSignals
 
     recent = setup_logging(log_level, log_file)
     source = StatusSource(deployment, config_path=str(config), recent_errors=recent)

@@ -53,7 +53,7 @@ def worker(
     from treedist.control.view import ViewServer
     from treedist.control.worker import Worker, WorkerOptions
     from treedist.ops.logs import setup_logging
-    from treedist.pipeline.lifecycle import StopRequested, StopSignals, stop_with_parent
+    from treedist.driver.lifecycle import StopRequested, StopSignals, stop_with_parent
 
     exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     setup_logging(log_level, log_file)

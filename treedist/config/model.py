@@ -373,7 +373,7 @@ class RestartsConfig(Frozen):
     """A link's restart budget: restarted with backoff (doubling from `backoff` seconds up to
     `max_backoff`) after each of up to `max_failures` failures within `window` seconds; one
     more parks it as failed until the oldest failure leaves the window. Waiting for an
-    unreachable cluster is not a failure (treedist.pipeline.supervision)."""
+    unreachable cluster is not a failure (treedist.driver.supervision)."""
 
     max_failures: int = Field(
         default=5, ge=1,

@@ -129,8 +129,8 @@ class Worker:
         self.membership.join()
         self.election = Election(self.client, self.keys, self.options.name, self.cache, self.membership.valid)
         self.manager = LoadManager(self.keys, self.cache, self.election)
-        from treedist.pipeline.preflight import check_clients
-        from treedist.pipeline.app import DistributionApp
+        from treedist.driver.preflight import check_clients
+        from treedist.driver.app import DistributionApp
 
         check_clients(self.deployment)  # step 4
         self.spark = self._spark_factory(self._session_deployment())
@@ -306,8 +306,8 @@ class Worker:
 def query_lag(query) -> int | None:
     """Records of the source not yet copied by every level of the query, from its last
     progress: latest offsets (reported by the source) minus the lowest level's position."""
-    from treedist.pipeline.errors import PipelineError
-    from treedist.pipeline.positions import LevelPositions
+    from treedist.records.errors import PipelineError
+    from treedist.records.positions import LevelPositions
     from treedist.spark.errors import SparkSourceError
     from treedist.spark.offsets import KafkaOffsets
 

@@ -3,7 +3,7 @@ process that starts them).
 
 Each worker runs in its own session (a Ctrl-C in the terminal reaches only the process that
 started it, which then stops the workers in order) and stops by itself when that process dies
-(`treedist.pipeline.lifecycle.stop_with_parent`, SIGKILL included), logs to its own files, and serves its own
+(`treedist.driver.lifecycle.stop_with_parent`, SIGKILL included), logs to its own files, and serves its own
 view on a free loopback port. Stopped by PID: SIGTERM to its process group (units settle and
 are handed over), SIGKILL after a grace period; `kill` is the crash (SIGKILL at once).
 """
@@ -23,7 +23,7 @@ from typing import Mapping
 
 from treedist.local.errors import LocalClusterError
 from treedist.local.launcher import free_port, pid_alive
-from treedist.pipeline.lifecycle import PARENT_ENV
+from treedist.driver.lifecycle import PARENT_ENV
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The offset distributor of one source cluster: a supervised driver-side job (treedist.pipeline.jobs).
+"""The offset distributor of one source cluster: a supervised driver-side job (treedist.driver.jobs).
 
 Why a job and not a streaming query: the source is the Admin API, polled every
 `offsets.poll_interval` (as MirrorMaker 2's checkpoint connector reads it). Apache Kafka keeps

@@ -2,7 +2,7 @@
 process, also one that does not run the query).
 
 Spark's offset log: `offsets/<batch>` holds `v1`, a metadata line, then the source's JSON
-offset (the batch's END positions, `treedist.pipeline.positions.LevelPositions`);
+offset (the batch's END positions, `treedist.records.positions.LevelPositions`);
 `commits/<batch>` is written once every copy of the batch was acknowledged. The commit
 file's modification time is when the batch was committed.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from treedist.ops.errors import OpsError
 from treedist.ops.figures import Batch
-from treedist.pipeline.errors import PipelineError
-from treedist.pipeline.positions import LevelPositions
+from treedist.records.errors import PipelineError
+from treedist.records.positions import LevelPositions
 
 
 def recent_batches(checkpoint: str | Path, window_s: float, now: float, at_most: int = 100) -> list[Batch]:

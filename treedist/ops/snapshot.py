@@ -38,12 +38,12 @@ from treedist.kafka.watch import answers, timestamps_at
 from treedist.ops.arrivals import Arrivals
 from treedist.ops.checkpoint import recent_batches
 from treedist.ops.figures import FAILED, RUNNING, WAITING, copied_rate, lag_by_topic, link_state, oldest_age
-from treedist.pipeline.plan import ClusterPlan, plan_all
+from treedist.records.plan import ClusterPlan, plan_all
 from treedist.topology.tree import to_spec
 
 if TYPE_CHECKING:
     from treedist.config import Deployment
-    from treedist.pipeline.app import DistributionApp
+    from treedist.driver.app import DistributionApp
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ class StatusSource:
         """distributor -> target, failed, counters (only inside `treedist run`)."""
         if self.app is None:
             return {}
-        from treedist.pipeline.app import status_rows  # pyspark only where an application runs
+        from treedist.driver.app import status_rows  # pyspark only where an application runs
 
         out = {}
         for row in status_rows(self.app):
@@ -243,7 +243,7 @@ class StatusSource:
         """Offsets, topic sync and schema counters (only inside `treedist run`)."""
         if self.app is None:
             return {"offsets": [], "committers": {}, "topic_sync": None, "schemas": None}
-        from treedist.pipeline.app import pipeline_stats
+        from treedist.driver.app import pipeline_stats
 
         return pipeline_stats(self.app)
 
@@ -292,7 +292,7 @@ class StatusSource:
 
 
 class StatusJob:
-    """The background job that refreshes the snapshot (driver; `treedist.pipeline.jobs`)."""
+    """The background job that refreshes the snapshot (driver; `treedist.driver.jobs`)."""
 
     name = "ops-status"
     run_before_start = False

@@ -48,7 +48,7 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     # librdkafka fetches ahead while a partition's local queue holds fewer than this many
     # records (default 100,000): a task reading a window of a few thousand records kept a fetch
     # in flight for everything landing behind its window's end, records that the next task
-    # reads again. One consume() batch (pipeline/task.py CONSUME_BATCH) of read-ahead keeps a
+    # reads again. One consume() batch (records/task.py CONSUME_BATCH) of read-ahead keeps a
     # large window streaming. Measured with the 4-cluster whole-tree benchmark: treedist's CPU
     # per copy 9.2 -> 7.3-7.8 µs (two runs each way, same machine and hour).
     "queued.min.messages": "20000",

@@ -1,4 +1,4 @@
-"""Topic metadata sync as a driver-side background job (treedist.pipeline.jobs.Job).
+"""Topic metadata sync as a driver-side background job (treedist.driver.jobs.Job).
 
 Runs on the driver in the Spark application of the distributors. Its first pass runs before
 preflight and the queries (`run_before_start`), so topics missing on some cluster are created

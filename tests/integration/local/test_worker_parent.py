@@ -1,5 +1,5 @@
 """A demo worker stops by itself when the process that started it dies, SIGKILL included
-(treedist.pipeline.lifecycle.stop_with_parent, set up by treedist.local.workers).
+(treedist.driver.lifecycle.stop_with_parent, set up by treedist.local.workers).
 
 The worker here points at an etcd that does not answer, so it stays in its connect-retry
 loop (no Spark, no brokers needed): what stops it can only be its parent's death."""

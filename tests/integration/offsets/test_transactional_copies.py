@@ -22,9 +22,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
 from treedist.offsets import offset_jobs
-from treedist.pipeline.plan import plan_cluster
-from treedist.pipeline.source import DistributorReader
-from treedist.pipeline.task import run_task
+from treedist.records.plan import plan_cluster
+from treedist.driver.source import DistributorReader
+from treedist.records.task import run_task
 
 from tests.e2e.offsets_workload import commits, consume_and_commit, consume_rest, group_name, missed_and_repeated, produce
 from tests.e2e.workload import create_topic_everywhere

@@ -30,7 +30,7 @@ from treedist.local.deployment import local_deployment
 from treedist.ops.logs import setup_logging
 from treedist.ops.serve import serve
 from treedist.ops.snapshot import StatusJob, StatusSource
-from treedist.pipeline.app import DistributionApp, background_jobs
+from treedist.driver.app import DistributionApp, background_jobs
 from tests.e2e.workload import create_topic_everywhere
 
 pytestmark = pytest.mark.e2e

@@ -5,7 +5,7 @@ from __future__ import annotations
 from treedist.config import parse_deployment
 from treedist.control.units import units_of
 from treedist.local.deployment import local_deployment
-from treedist.pipeline.app import background_jobs
+from treedist.driver.app import background_jobs
 
 
 def _deployment(topics_sync: bool, **acls):

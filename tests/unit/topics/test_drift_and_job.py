@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
-from treedist.pipeline.app import background_jobs
+from treedist.driver.app import background_jobs
 from treedist.topics.drift import drift_report
 from treedist.topics.reconcile import SyncRules, TopicState, plan_sync
 

@@ -1,0 +1,148 @@
+"""exactly_once on Apache Kafka: one task of c1's query (executor code, run in this process)
+commits its copies to c2 with the link's positions in one transaction; the same task run again
+(a batch replayed after a crash) copies nothing twice. Preflight names a cluster without
+transactions (noida-db) in one line, exit 2."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from confluent_kafka import Consumer, Producer, TopicPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+from treedist.config import parse_deployment
+from treedist.local.deployment import local_deployment
+from treedist.records import transactions
+from treedist.records.plan import plan_cluster
+from treedist.driver.source import DistributorReader
+from treedist.records.task import run_task
+
+from tests.e2e.workload import create_topic_everywhere
+
+TREEDIST = Path(sys.executable).parent / "treedist"
+
+
+def _produce(servers: str, topic: str, n: int, partitions: int) -> None:
+    p = Producer({"bootstrap.servers": servers, "linger.ms": 5})
+    for i in range(n):
+        p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % partitions)
+    assert p.flush(30) == 0
+
+
+def _setup(local_kafka, topic, tmp_path, delivery="exactly_once"):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
+    create_topic_everywhere(bootstrap, topic, 2)
+    spec = local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "ck"),
+                            distributor={"delivery": delivery})
+    config = tmp_path / "deployment.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    deployment = parse_deployment(spec, "<test>")
+    plan = plan_cluster(deployment, "c1")
+    Path(plan.checkpoint).mkdir(parents=True)
+    return bootstrap, config, plan, DistributorReader(plan, counters=None)
+
+
+def _verify_strict(config: Path, topic: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(TREEDIST), "verify", "-c", str(config), "--topic", topic, "--strict", "--timeout", "10"],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _positions(servers: str, source: str, topic: str, partitions: int) -> dict[int, tuple[int, str]]:
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": transactions.positions_group(source, 1),
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+        return {tp.partition: (tp.offset, tp.metadata) for tp in found}
+    finally:
+        consumer.close()
+
+
+def test_a_task_run_twice_over_the_same_windows_copies_once(local_kafka, unique_topic, tmp_path):
+    bootstrap, config, plan, reader = _setup(local_kafka, unique_topic, tmp_path)
+    _produce(bootstrap["c1"], unique_topic, 300, 2)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    [task] = reader.partitions(start, end)
+
+    first = run_task(plan, task)
+    assert first.copied == 300
+    # The transaction recorded, on c2, where the link c1 -> c2 has copied up to, under the batch's token.
+    assert _positions(bootstrap["c2"], "c1", unique_topic, 2) == {0: (150, task.batch), 1: (150, task.batch)}
+
+    replay = run_task(plan, task)  # the same batch again, as after a crash before Spark's commit
+    assert (replay.records_in, replay.copied) == (0, 0)
+
+    result = _verify_strict(config, unique_topic)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_at_least_once_copies_a_replayed_task_again(local_kafka, unique_topic, tmp_path):
+    """The contrast: without transactions a replay writes its copies a second time, and
+    verify --strict fails on them (exit 1)."""
+    bootstrap, config, plan, reader = _setup(local_kafka, unique_topic, tmp_path, delivery="at_least_once")
+    _produce(bootstrap["c1"], unique_topic, 100, 2)
+    start = reader.initialOffset()
+    [task] = reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))
+    assert run_task(plan, task).copied == 100
+    assert run_task(plan, task).copied == 100
+    result = _verify_strict(config, unique_topic)
+    assert result.returncode == 1, result.stdout + result.stderr
+
+
+def test_an_aborted_transaction_is_not_read_and_its_replay_copies_once(local_kafka, unique_topic, tmp_path):
+    """A task killed between produce and commit: its copies sit on c2 in an open transaction.
+    The retry fences it (same transactional.id), which aborts them: read_committed readers
+    (verify, the next hop) never see them, and the retry copies everything once."""
+    bootstrap, config, plan, reader = _setup(local_kafka, unique_topic, tmp_path)
+    _produce(bootstrap["c1"], unique_topic, 200, 2)
+    start = reader.initialOffset()
+    [task] = reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))
+
+    settings = transactions.transactional_settings(plan.producers["c2"], "c1", "c2", 0)
+    settings.pop("delivery.report.only.error")  # confluent-kafka's own setting, a bool there
+    zombie = Producer(settings)
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    for i in range(50):
+        zombie.produce(unique_topic, key=f"k{i}".encode(), value=b"never committed", partition=0)
+    assert zombie.flush(30) == 0  # written to c2's log, in a transaction left open
+
+    assert run_task(plan, task).copied == 200
+    result = _verify_strict(config, unique_topic)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_exactly_once_names_a_cluster_without_transactions_and_exits_2(local_kafka, unique_topic, tmp_path):
+    """x1 is an Apache Kafka node whose transaction log can never be created (replication
+    factor 3 on one node): it answers metadata, but no InitProducerId. (noida-db runs
+    transactions: init, commit, abort, the last stable offset and fencing, probed on
+    2026-11-26, so it is not the case here.)"""
+    from treedist.local import LocalClusters
+
+    broken = LocalClusters.start(["x1"], tmp_path / "brokers", engine="kafka",
+                                 options={"extra_props": {"transaction.state.log.replication.factor": "3"}})
+    try:
+        bootstrap = {"c1": local_kafka.bootstrap["c1"], "x1": broken.bootstrap["x1"]}
+        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "ck"),
+                                distributor={"delivery": "exactly_once"})
+        config = tmp_path / "deployment.yaml"
+        config.write_text(yaml.safe_dump(spec))
+        proc = subprocess.Popen([str(TREEDIST), "run", "-c", str(config)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:  # it went past the preflight: stop it and its JVM
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+        assert proc.returncode == 2, out + err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "does not support Kafka transactions" in lines[0] and "'x1'" in lines[0], err
+        assert "'c1'" not in lines[0], err
+    finally:
+        broken.stop()

@@ -1,0 +1,96 @@
+"""The pure part of exactly_once (treedist.records.transactions): names, which records a
+replayed batch skips, the positions a transaction records. No broker."""
+
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from treedist.records.positions import LevelRange, PartitionWindow
+from treedist.records.transactions import (
+    group_settings,
+    positions_group,
+    skip_committed,
+    transactional_id,
+    transactional_settings,
+    window_ends,
+)
+
+
+def _window(topic: str, partition: int, *ranges: tuple[int, int, int]) -> PartitionWindow:
+    levels = tuple(LevelRange(level, a, b) for level, a, b in ranges)
+    return PartitionWindow(topic, partition, min(r.from_offset for r in levels), max(r.until_offset for r in levels), levels)
+
+
+def test_names_are_per_link_and_per_task():
+    assert positions_group("c1", 2) == "treedist-link.c1.L2"
+    assert transactional_id("c1", "c3", 1) == "treedist.c1.c3.t1"
+
+
+def test_transactional_settings_outlast_the_delivery_timeout():
+    out = transactional_settings({"bootstrap.servers": "b", "delivery.timeout.ms": "30000"}, "c1", "c2", 0)
+    assert out["transactional.id"] == "treedist.c1.c2.t0"
+    assert int(out["transaction.timeout.ms"]) > 30000  # librdkafka requires message.timeout.ms <= it
+
+
+def test_group_settings_keep_the_connection_and_drop_producer_settings():
+    out = group_settings({"bootstrap.servers": "b", "security.protocol": "SASL_SSL", "enable.idempotence": "true",
+                          "acks": "all", "linger.ms": "20", "transactional.id": "x"}, "g")
+    assert out == {"bootstrap.servers": "b", "security.protocol": "SASL_SSL", "enable.auto.commit": "false",
+                   "isolation.level": "read_committed", "group.id": "g"}
+
+
+def test_a_replay_skips_what_its_target_committed_for_the_batch():
+    w = _window("t", 0, (1, 10, 20), (2, 10, 20))
+    names = {1: {"t": "t"}, 2: {"t": "other-t"}}
+    # level 1's target committed the whole window, level 2's target nothing: only level 2 copies
+    [out] = skip_committed([w], {(1, "t", 0): 20}, names)
+    assert out.levels == (LevelRange(1, 20, 20), LevelRange(2, 10, 20)) and out.from_offset == 10
+    # both committed: the window is not read at all
+    assert skip_committed([w], {(1, "t", 0): 20, (2, "other-t", 0): 20}, names) == []
+    # nothing committed: the window as it was
+    assert skip_committed([w], {}, names) == [w]
+
+
+def test_a_position_outside_the_window_skips_nothing():
+    w = _window("t", 3, (1, 10, 20))
+    names = {1: {"t": "t"}}
+    assert skip_committed([w], {(1, "t", 3): 25}, names) == [w]
+    assert skip_committed([w], {(1, "t", 3): 5}, names) == [w]
+
+
+def test_window_ends_are_the_positions_a_transaction_records():
+    ws = [_window("t", 0, (1, 0, 5), (2, 3, 5)), _window("u", 1, (2, 7, 9))]
+    assert window_ends(ws, 1, {"t": "T", "u": "U"}) == {("T", 0): 5}
+    assert window_ends(ws, 2, {"t": "T", "u": "U"}) == {("T", 0): 5, ("U", 1): 9}
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50), st.integers(-5, 60)), min_size=1, max_size=6))
+def test_skipping_never_copies_below_a_committed_position_nor_skips_above_it(spans):
+    windows = [_window("t", p, (1, min(a, b), max(a, b))) for p, (a, b, _) in enumerate(spans)]
+    committed = {(1, "t", p): c for p, (_, _, c) in enumerate(spans)}
+    out = {w.partition: w for w in skip_committed(windows, committed, {1: {"t": "t"}})}
+    for w in windows:
+        r, c = w.levels[0], committed[(1, "t", w.partition)]
+        trusted = r.from_offset <= c <= r.until_offset
+        start = c if trusted else r.from_offset
+        if start >= r.until_offset:
+            assert w.partition not in out
+        else:
+            assert out[w.partition].levels == (LevelRange(1, start, r.until_offset),)
+
+
+def test_exactly_once_refuses_a_cluster_read_uncommitted_naming_it():
+    import pytest
+
+    from treedist.config import parse_deployment
+    from treedist.kafka.settings_check import ClientSettingError
+    from treedist.local.deployment import local_deployment
+    from treedist.driver.preflight import check_clients
+
+    spec = local_deployment({"a": "127.0.0.1:1", "b": "127.0.0.1:2"}, topics=["t"], checkpoint_location="/tmp/ck",
+                            distributor={"delivery": "exactly_once"})
+    spec["clusters"]["b"]["client"] = {"isolation.level": "read_uncommitted"}
+    with pytest.raises(ClientSettingError, match=r"clusters\.b\.client\.isolation\.level"):
+        check_clients(parse_deployment(spec, "<test>"))
+    spec["distributor"]["delivery"] = "at_least_once"  # allowed there: duplicates are allowed anyway
+    check_clients(parse_deployment(spec, "<test>"))

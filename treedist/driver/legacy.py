@@ -1,0 +1,46 @@
+"""Positions left by the per-(cluster, level) queries of earlier versions (driver, local files).
+
+Before read-once, each distributor `<cluster>-L<level>` ran its own query with its own
+checkpoint `<checkpoint_location>/<cluster>-L<level>`. A cluster's new query starts each
+level where that level's last COMMITTED batch ended: a batch that was planned but not
+committed is replayed (at most one batch), nothing is skipped. The old checkpoint is only
+read, never changed, so going back to an older version still works from it.
+
+Spark's offset log: `offsets/<batch>` holds `v1`, a metadata line, then one JSON line per
+source (the batch's END offsets); `commits/<batch>` exists once the batch was committed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from treedist.records.errors import PipelineError
+from treedist.spark.offsets import KafkaOffsets
+
+
+def last_committed_end(checkpoint: str | Path) -> KafkaOffsets | None:
+    """The end offsets of the last committed batch of an old distributor query, or None
+    when there is no such checkpoint or nothing was ever committed."""
+    root = Path(checkpoint)
+    batches = _batch_ids(root / "commits")
+    if not batches:
+        return None
+    last = max(batches)
+    path = root / "offsets" / str(last)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as err:
+        raise PipelineError(f"old checkpoint {root}: batch {last} is committed but {path} cannot be read: {err}") from None
+    if len(lines) < 3 or not lines[0].startswith("v"):
+        raise PipelineError(f"old checkpoint {root}: {path} is not a Spark offset log entry")
+    try:
+        return KafkaOffsets.from_dict(json.loads(lines[2]))
+    except (ValueError, TypeError) as err:
+        raise PipelineError(f"old checkpoint {root}: {path} holds no treedist-kafka offsets: {err}") from None
+
+
+def _batch_ids(directory: Path) -> list[int]:
+    if not directory.is_dir():
+        return []
+    return [int(p.name) for p in directory.iterdir() if p.is_file() and p.name.isdigit()]

@@ -1,0 +1,132 @@
+"""Checks before any distributor starts, on the driver.
+
+`check_clients` (before Spark starts): every cluster's client settings, as the distributors
+will use them, are accepted by librdkafka. `check_connections` (before Spark starts, `treedist
+run -c`): every cluster answers with those settings; a refused login, a failed TLS handshake or
+an unreachable cluster is one line naming the cluster and the cause. `preflight` (before the
+queries start): every cluster answers, and every distributed topic of a source exists on its
+target (under the target's name for it) with at least as many partitions (copies keep the
+partition number). In `distributor.delivery: exactly_once`, `check_connections` and
+`preflight` also check that every cluster runs transactions (`check_transactions`).
+"""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+
+from treedist.config import Deployment
+from treedist.kafka import TopicMissing, admin_client, partition_counts
+from treedist.kafka.reach import REACH_TIMEOUT_S, ClusterConnectFailed, check_reachable
+from treedist.kafka.settings_check import ClientSettingError, check_client_settings
+from treedist.records.plan import consumer_settings, producer_settings
+from treedist.records.transactions import EXACTLY_ONCE, TransactionsUnsupported, probe_transactions
+from treedist.spark.errors import SparkOptionError
+
+
+def check_clients(deployment: Deployment) -> None:
+    """Build every cluster's consumer, producer and admin client with the distributors' own
+    settings and destroy them; raise ClientSettingError (or the plan's SparkOptionError for a
+    setting that contradicts replay safety) naming the cluster and the key. Credentials never
+    appear in the message."""
+    for name, cluster in deployment.clusters.items():
+        client = cluster.client_config()
+        secrets = [v.get_secret_value() for v in cluster.client.values() if isinstance(v, SecretStr)]
+        user_keys = set(cluster.client)
+        try:
+            merged = {**consumer_settings(client), **producer_settings(client, deployment.distributor.delivery_timeout_ms)}
+        except SparkOptionError as err:
+            raise ClientSettingError(f"cluster {name!r}: clusters.{name}.client: {err}") from None
+        # Not a librdkafka setting: confluent-kafka's own, which the sink turns into a bool.
+        merged.pop("delivery.report.only.error", None)
+        if deployment.distributor.delivery == EXACTLY_ONCE and merged.get("isolation.level") != "read_committed":
+            # an aborted copy read as if committed would travel a second hop
+            raise ClientSettingError(f"cluster {name!r}: clusters.{name}.client.isolation.level="
+                                     f"{merged.get('isolation.level')!r}: distributor.delivery: exactly_once reads "
+                                     f"with 'read_committed' only")
+        try:
+            check_client_settings(name, merged, user_keys)
+        except ClientSettingError as err:
+            message = str(err)
+            for secret in secrets:
+                if secret:
+                    message = message.replace(secret, "***")
+            raise ClientSettingError(message) from None
+
+
+def check_connections(deployment: Deployment, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """Connect to every cluster at once (threads: an unreachable one costs `timeout_s` once, not
+    per cluster) with its own settings; raise ClusterConnectFailed naming every cluster that
+    fails and why, on one line, in the deployment's order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def attempt(name: str) -> ClusterConnectFailed | None:
+        try:
+            check_reachable(name, deployment.clusters[name].client_config(), timeout_s)
+        except ClusterConnectFailed as err:
+            return err
+        return None
+
+    names = list(deployment.clusters)
+    with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix="reach") as pool:
+        failures = [f for f in pool.map(attempt, names) if f is not None]
+    if failures:
+        raise ClusterConnectFailed("; ".join(str(f) for f in failures), failures[0].cause)
+    check_transactions(deployment, timeout_s)
+
+
+def check_transactions(deployment: Deployment, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """In exactly_once only (driver): every cluster answers an InitProducerId with a probe
+    transactional.id, all at once (threads); raise TransactionsUnsupported naming every
+    cluster that does not, on one line, in the deployment's order."""
+    if deployment.distributor.delivery != EXACTLY_ONCE:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def attempt(name: str) -> TransactionsUnsupported | None:
+        settings = producer_settings(deployment.clusters[name].client_config(), deployment.distributor.delivery_timeout_ms)
+        try:
+            probe_transactions(name, settings, timeout_s)
+        except TransactionsUnsupported as err:
+            return err
+        return None
+
+    names = list(deployment.clusters)
+    with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix="transactions") as pool:
+        failures = [f for f in pool.map(attempt, names) if f is not None]
+    if failures:
+        raise TransactionsUnsupported("; ".join(str(f) for f in failures))
+
+
+def preflight(deployment: Deployment, attempts: int = 5, timeout: float = 5.0) -> dict[str, dict[str, int]]:
+    """Return cluster -> distributed topic -> partitions; raise naming the cluster or topic.
+
+    Each cluster gets `attempts` metadata requests of `timeout` seconds, with backoff.
+    """
+    counts = {
+        name: partition_counts(
+            name,
+            admin_client(cluster.client_config()),
+            lambda topic, name=name: deployment.selects(name, topic) is not None,
+            attempts=attempts,
+            timeout=timeout,
+        )
+        for name, cluster in deployment.clusters.items()
+    }
+    naming = deployment.naming()
+    problems = []
+    for dist in deployment.topology().all_distributors():
+        source, target = counts[dist.cluster], counts[dist.target]
+        for topic, partitions in sorted(source.items()):
+            there = naming.translate(dist.cluster, topic, dist.target)
+            have = target.get(there) if there is not None else None
+            if have is None:
+                problems.append(f"topic {topic!r} exists on {dist.cluster!r} but {there!r} not on its target {dist.target!r}"
+                                if there != topic else f"topic {topic!r} exists on {dist.cluster!r} but not on its target {dist.target!r}")
+            elif have < partitions:
+                problems.append(
+                    f"topic {topic!r} has {partitions} partitions on {dist.cluster!r} but {have} on its target {dist.target!r}"
+                )
+    if problems:
+        raise TopicMissing("; ".join(sorted(set(problems))))
+    check_transactions(deployment)
+    return counts

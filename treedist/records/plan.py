@@ -1,0 +1,193 @@
+"""The plan of one source cluster's distributors: everything its query and its tasks read.
+
+Pure, no I/O; built on the driver from the deployment, pickled into the query's driver-side
+planner process and from there, with the reader, into executors.
+
+A `ClusterPlan` is the unit of execution: ONE streaming query per source cluster reads each
+record of the cluster once and applies every level's rule to it. A `LevelPlan` is the
+logical distributor (cluster, level): the unit of configuration, targets, counters, status
+and logs, named `<cluster>-L<level>` as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
+
+from treedist.spark import options
+from treedist.topology.flags import MalformedFlagsPolicy
+from treedist.topology.naming import Naming
+from treedist.topology.selection import TopicFilter
+
+if TYPE_CHECKING:  # the plan is unpickled in every planner and executor process: no pydantic there
+    from treedist.config import Deployment
+    from treedist.topology import Distributor
+
+# Below this many records a batch runs as one task: a task costs a Python worker round trip,
+# and on small machines several queries already compete for the cores.
+MIN_RECORDS_PER_TASK = 20_000
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    """One logical distributor: copy iff flags & mask == 0; the copy carries flags | bit."""
+
+    name: str  # <cluster>-L<level>
+    level: int
+    mask: int
+    bit: int
+    # The configured target: the target table's starting point (treedist.topology.targets,
+    # DistributionApp.targets). A batch copies where the table said when it was planned (the
+    # live-targets file -> ReadTask.targets); never changed by a failover.
+    target: str
+    subtree: tuple[str, ...]  # the sibling subtree: every leaf a target may be switched to
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """All distributors of one source cluster, and how its query reads and writes."""
+
+    cluster: str
+    levels: tuple[LevelPlan, ...]  # lowest level first
+    selection: TopicFilter  # which logical topics are distributed
+    naming: Naming  # every cluster's topic name format: physical <-> logical
+    consumer: Mapping[str, str]  # librdkafka settings of the source (replay-safe)
+    producers: Mapping[str, Mapping[str, str]]  # target cluster -> librdkafka settings
+    flags_header: str
+    origin_header: str
+    malformed_policy: MalformedFlagsPolicy
+    max_record_bytes: int | None  # None: each target topic's own limit (treedist.records.uncopyable)
+    max_records_per_trigger: int
+    topic_refresh_seconds: float
+    checkpoint: str  # this query's checkpoint directory
+    legacy_checkpoints: Mapping[int, str]  # level -> the per-(cluster, level) checkpoint of old
+    max_tasks: int = 2
+    # Every task slot of the application (0: max_tasks). A batch that is a backlog may use
+    # them all (`positions.task_limit`): a lone query draining a backlog is not held to its
+    # share of the slots.
+    slots: int = 0
+    # The target table's row of this cluster as a JSON file {level: target}, written by the
+    # driver (DistributionApp) whenever it changes; the planner reads it before every batch,
+    # so a switch takes effect at the next batch. None (a plan used outside an application):
+    # the configured targets.
+    live_targets: str | None = None
+    min_records_per_task: int = MIN_RECORDS_PER_TASK
+    # Start-up (`DistributionApp.start`): while this driver-local file exists, the query's first
+    # latestOffset waits, so that every query's sources come up before any of them copies.
+    hold_file: str | None = None
+    poll_timeout_s: float = 120.0
+    metadata_timeout_s: float = 30.0
+    # Every cluster any query of the deployment copies to -> its producer settings: a Python
+    # worker builds an idle producer for each at its first task (`clients.warm_producers`).
+    warm_producers: Mapping[str, Mapping[str, str]] | None = None
+    # `distributor.delivery`: "exactly_once" commits each task's copies to a target with their
+    # source positions in one transaction there (treedist.records.transactions).
+    delivery: str = "at_least_once"
+    # `distributor.on_uncopyable`: fail | skip | dead_letter (treedist.records.uncopyable), and
+    # the topic on each target that dead_letter writes to.
+    on_uncopyable: str = "fail"
+    dead_letter_topic: str = "treedist-dead-letter"
+
+    @property
+    def query_name(self) -> str:
+        return f"{self.cluster}-messages"
+
+    def selects(self, physical_topic: str) -> bool:
+        """Whether a topic of this cluster is distributed: it fits the cluster's topic
+        format and its logical name is selected (`Deployment.selects`, on plain values)."""
+        logical = self.naming.logical(self.cluster, physical_topic)
+        return logical is not None and self.selection.matches(logical)
+
+    def misfit(self, physical_topic: str) -> bool:
+        """A topic that does not fit the cluster's topic format and is not excluded by name:
+        never distributed, reported once (`Deployment.misfit`)."""
+        return self.naming.logical(self.cluster, physical_topic) is None and not self.selection.excluded(physical_topic)
+
+
+def consumer_settings(client: Mapping[str, object]) -> dict[str, str]:
+    """Source settings: the cluster's client settings over replay-safe consumer defaults.
+    Raises SparkOptionError naming a setting that contradicts replay (e.g. auto commit)."""
+    return options.consumer_settings(_strings(client))
+
+
+def producer_settings(client: Mapping[str, object], delivery_timeout_ms: int) -> dict[str, str]:
+    """Target settings: idempotent, acks=all, failure-only delivery reports, and
+    `distributor.delivery_timeout_ms` over the client's own. Raises SparkOptionError naming a
+    setting that contradicts them."""
+    return options.producer_settings({**_strings(client), "delivery.timeout.ms": str(delivery_timeout_ms)})
+
+
+def _strings(client: Mapping[str, object]) -> dict[str, str]:
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in client.items()}
+
+
+def checkpoint_root(deployment: "Deployment") -> Path:
+    return Path(deployment.checkpoint_location).resolve()
+
+
+def legacy_checkpoint(deployment: "Deployment", dist: "Distributor") -> str:
+    """Where a distributor's own query (one per cluster and level, before read-once) kept its offsets."""
+    return str(checkpoint_root(deployment) / dist.name)
+
+
+def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, live_targets: str | None = None,
+                 slots: int = 0) -> ClusterPlan:
+    """The plan of `cluster`'s query (driver). Producer settings cover every leaf of every
+    sibling subtree, so a target can be switched to any of them without a new plan."""
+    topology = deployment.topology()
+    dists = topology.distributors[cluster]
+    settings = deployment.distributor
+    leaves = sorted({leaf for d in dists for leaf in d.subtree})
+    every_target = sorted({leaf for ds in topology.distributors.values() for d in ds for leaf in d.subtree})
+    settings_of = {
+        leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)
+        for leaf in every_target
+    }
+    return ClusterPlan(
+        cluster=cluster,
+        levels=tuple(LevelPlan(d.name, d.level, d.mask, d.bit, d.target, tuple(d.subtree)) for d in dists),
+        selection=deployment.topics.filter(),
+        naming=deployment.naming(),
+        consumer=consumer_settings(deployment.cluster(cluster).client_config()),
+        producers={leaf: settings_of[leaf] for leaf in leaves},
+        warm_producers=settings_of,
+        flags_header=deployment.copy_flags_header,
+        origin_header=deployment.origin_header,
+        malformed_policy=settings.malformed_flags,
+        max_record_bytes=settings.max_record_bytes,
+        max_records_per_trigger=settings.max_records_per_trigger,
+        topic_refresh_seconds=settings.topic_refresh_seconds,
+        checkpoint=str(checkpoint_root(deployment) / "messages" / cluster),
+        legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
+        max_tasks=max_tasks,
+        slots=slots,
+        live_targets=live_targets,
+        delivery=settings.delivery,
+        on_uncopyable=settings.on_uncopyable,
+        dead_letter_topic=settings.dead_letter_topic,
+    )
+
+
+def tasks_per_query(cores: int, queries: int) -> int:
+    """Tasks per micro-batch of each of `queries` cluster queries sharing `cores` task slots:
+    an equal share of the slots, at least one.
+
+    Why not every slot for every query: a batch's tasks all read the same source cluster and
+    the batch ends with its slowest task, so a query with two tasks on two slots kept the
+    other queries, and the copies they send it, waiting; with one task each, two queries run
+    at once. Measured with `local[2,4]` (docs/performance.md, "Sharing the slots"): p99 of
+    one hop at 2,000 records/s 0.77 -> 0.42 s, two hops 0.94 -> 0.63 s; the whole tree within
+    its spread. A batch that is a backlog (BACKLOG_RECORDS_PER_TASK records for each of
+    several slots) may still use every slot (`positions.task_limit`, `ClusterPlan.slots`): on
+    a single link the source query otherwise copied on one core."""
+    return max(1, cores // max(1, queries))
+
+
+def plan_all(deployment: "Deployment", cores: int = 2) -> list[ClusterPlan]:
+    """One plan per cluster, in the tree's leaf order, the `cores` task slots shared
+    among them (`tasks_per_query`)."""
+    topology = deployment.topology()
+    clusters = [c for c in topology.clusters if topology.distributors[c]]
+    max_tasks = tasks_per_query(cores, len(clusters))
+    return [plan_cluster(deployment, c, max_tasks, slots=cores) for c in clusters]
