@@ -19,6 +19,7 @@ from typing import Mapping
 from pyspark.sql import SparkSession
 
 from treedist.spark.address import BIND_KEY, HOST_KEY, LOOPBACK, WILDCARDS, resolve_driver_address
+from treedist.spark.submitted import check_deploy_mode, submitted_conf, submitted_settings
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,13 @@ def build_session(
     `STARTUP_DIR` is put in front of PYTHONPATH (see `treedist/spark/startup/sitecustomize.py`)
     and that a master on another host replaces a loopback `SPARK_LOCAL_IP` (executors there
     could not reach a driver bound to it) with the address `resolve_driver_address` chose.
+    Inside an application spark-submit launched, the master is spark-submit's and its
+    settings win where the deployment's `conf` is silent (treedist.spark.submitted).
     """
+    submitted = submitted_conf()  # inside spark-submit: its master, its settings where the deployment is silent
+    if submitted is not None:
+        check_deploy_mode(submitted)
+        master = submitted.get("spark.master", master)
     address = resolve_driver_address(master, conf or {}, os.environ.get("SPARK_LOCAL_IP"))
     remote = address.host != LOOPBACK
     if remote:
@@ -199,6 +206,8 @@ def build_session(
     if remote:
         settings.setdefault(HOST_KEY, address.host)
         settings.setdefault(BIND_KEY, address.bind)
+    if submitted is not None:
+        settings = submitted_settings(settings, conf or {}, submitted)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
