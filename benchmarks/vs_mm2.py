@@ -60,7 +60,11 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--value-bytes", type=int, default=100)
     p.add_argument("--rate", help="fixed-rate mode: records/s on c1, e.g. 2000 or 2000,10000,50000")
     p.add_argument("--warmup", type=float, default=10.0, help="fixed-rate mode: seconds at the rate before measuring")
-    p.add_argument("--contenders", default=",".join(contenders.CONTENDERS))
+    p.add_argument("--contenders", default=",".join(contenders.CONTENDERS),
+                   help=f"of {', '.join(contenders.CONTENDERS + (contenders.TREEDIST_ALO,))}")
+    p.add_argument("--delivery", default="at_least_once", choices=("at_least_once", "exactly_once"),
+                   help="exactly_once: treedist with distributor.delivery exactly_once, MM2 with KIP-618 exactly-once, "
+                        "counts and latency read_committed (the contender treedist_alo stays at_least_once)")
     p.add_argument("--master", default="local[2,4]", help="Spark master of treedist's deployment (treedist's default)")
     p.add_argument("--timeout", type=float, default=600.0, help="per run: the drain (or start-up) must end within it")
     p.add_argument("--smoke", action="store_true", help="1 round, 10 s windows, smaller backlog, 5 s warm-up; labelled smoke")
@@ -99,6 +103,10 @@ def round_ratios(runs: dict, rate_mode: bool) -> dict:
         "cpu_per_copy_treedist_over_loop": ratio(fig("treedist", "cpu_us_per_copy"), fig("loop", "cpu_us_per_copy")),
         "broker_cpu_per_copy_treedist_over_mm2": ratio(fig("treedist", "broker_cpu_us_per_copy"), fig("mm2", "broker_cpu_us_per_copy")),
     }
+    alo = contenders.TREEDIST_ALO
+    if alo in runs:  # exactly_once against at_least_once, paired per round (issue 35's 1.3x CPU target)
+        out["throughput_treedist_over_treedist_alo"] = ratio(fig("treedist", "copies_per_second"), fig(alo, "copies_per_second"))
+        out["cpu_per_copy_treedist_over_treedist_alo"] = ratio(fig("treedist", "cpu_us_per_copy"), fig(alo, "cpu_us_per_copy"))
     if not rate_mode and "treedist" in runs and "mm2" in runs:
         out["throughput_with_startup_treedist_over_mm2"] = ratio(runs["treedist"]["with_startup"]["copies_per_second"],
                                                                  runs["mm2"]["with_startup"]["copies_per_second"])
@@ -157,6 +165,10 @@ def favours(args, rounds: list[dict], rate_mode: bool) -> tuple[list[str], list[
         fav.append("mm2: a full mesh copies every record in one hop; on the tree c1's records reach c4 through c3 "
                    "(reads per record: mesh 3, tree 4), which costs treedist and the loop; the tree's copies of a "
                    "record also wait for the first hop (latency)")
+    if args.delivery == "exactly_once":
+        fav.append("exactly_once: landing counts are read_committed last stable offsets, which count each transaction's "
+                   "markers (one per partition) as copies: more, smaller transactions raise a contender's rate and lower "
+                   "its CPU per copy by the markers' share (each drain's exact count: copies_landed, transaction_markers)")
     checks = []
     want = contenders.SCENARIOS[args.scenario].copies_per_record()
     for r in rounds:
@@ -203,7 +215,7 @@ def main(argv=None) -> int:
         for name, broker in clusters.brokers.items():
             meter.add(f"broker:{name}", broker.pid)
         ctx = Context(scenario, dict(clusters.bootstrap), meter, workdir, args.partitions, args.master, args.skip,
-                      args.window, args.timeout, args.steady_share)
+                      args.window, args.timeout, args.steady_share, args.delivery)
         for mode in ([f"rate-{int(r)}" for r in rates] or ["drain"]):
             rounds = []
             for i in range(args.rounds):
@@ -243,6 +255,7 @@ def summarize(args, results: dict[str, list[dict]], started_at: dict, rates: lis
         "benchmark": "vs_mm2",
         "scenario": args.scenario,
         "mode": "fixed_rate" if rate_mode else "drain",
+        "delivery": args.delivery,
         "smoke": args.smoke,
         "label": "SMOKE RUN: short settings on a shared machine, not a measurement" if args.smoke else "measurement",
         "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

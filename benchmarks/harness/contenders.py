@@ -32,6 +32,8 @@ from treedist.local.launcher import stop_pid
 
 FLAGS, ORIGIN = "treedist-copy-flags", "treedist-origin"  # treedist's default header names
 CONTENDERS = ("mm2", "treedist", "loop")
+# treedist in at_least_once whatever `--delivery` says: the paired baseline of an exactly_once run.
+TREEDIST_ALO = "treedist_alo"
 
 
 @dataclass(frozen=True)
@@ -119,14 +121,19 @@ class Handle:
 
 
 def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path,
-          run_id: str, master: str) -> tuple[Handle, dict]:
-    """Start `contender` copying `topic`; returns its handle and the settings it runs with."""
+          run_id: str, master: str, delivery: str = "at_least_once") -> tuple[Handle, dict]:
+    """Start `contender` copying `topic`; returns its handle and the settings it runs with.
+    `delivery` exactly_once: MM2 with KIP-618's exactly-once, treedist with
+    `distributor.delivery: exactly_once` (`treedist_alo` stays at_least_once)."""
     if contender == "mm2":
-        props = mm2.properties(boot, list(scenario.mm2_flows), topic, scenario.mm2_policy)
+        props = mm2.properties(boot, list(scenario.mm2_flows), topic, scenario.mm2_policy,
+                               exactly_once=delivery == "exactly_once")
         proc = mm2.start(props, workdir, run_id)
         return Handle(run_id, [proc], [workdir / f"{run_id}.log"], lambda: stop_pid(proc.pid, grace=30)), props
-    if contender == "treedist":
-        config = write_deployment(workdir / f"{run_id}.yaml", boot, scenario.tree, [topic], workdir / f"ck-{run_id}", master)
+    if contender in ("treedist", TREEDIST_ALO):
+        mode = "at_least_once" if contender == TREEDIST_ALO else delivery
+        config = write_deployment(workdir / f"{run_id}.yaml", boot, scenario.tree, [topic], workdir / f"ck-{run_id}", master,
+                                  distributor={"delivery": mode} if mode != "at_least_once" else None)
         run = TreedistRun(config, workdir / f"{run_id}.log")
         return Handle(run_id, [run.proc], [run.log_file], lambda: run.stop()), {"deployment": config.read_text()}
     if contender == "loop":

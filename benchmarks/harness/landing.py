@@ -1,6 +1,10 @@
 """ONE landing sampler for every contender of the vs_mm2 benchmark: copies landed on the
 target topics, from their high watermarks, sampled on a fixed schedule (default 20 Hz).
 
+With `read_committed` (exactly-once runs) the offsets are the last stable offsets: a copy has
+landed once a read_committed consumer can read it. Offsets count transaction markers too (one
+per partition per committed transaction): `runs.committed_records` counts the records exactly.
+
 Every sample is kept (not only changes), with the time at the middle of its ListOffsets round
 trips, so the achieved sampling rate can be reported and windows can be cut at any point.
 The requests to all clusters are sent before any answer is awaited (one AdminClient per
@@ -12,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 
@@ -20,8 +24,10 @@ class Landing(threading.Thread):
     """`targets`: {bootstrap: {topic: partitions}}. `landed` = summed high watermarks minus
     their sum at construction (records there before the contender started)."""
 
-    def __init__(self, targets: dict[str, dict[str, int]], expected: int, interval: float = 0.05) -> None:
+    def __init__(self, targets: dict[str, dict[str, int]], expected: int, interval: float = 0.05,
+                 read_committed: bool = False) -> None:
         super().__init__(name="landing", daemon=True)
+        self.isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
         self.admins = {b: AdminClient({"bootstrap.servers": b}) for b in targets}
         self.specs = {b: {TopicPartition(t, p): OffsetSpec.latest() for t, n in topics.items() for p in range(n)}
                       for b, topics in targets.items()}
@@ -35,7 +41,8 @@ class Landing(threading.Thread):
         self._halt = threading.Event()
 
     def _total(self) -> int:
-        futures = {b: self.admins[b].list_offsets(spec, request_timeout=10) for b, spec in self.specs.items()}
+        futures = {b: self.admins[b].list_offsets(spec, isolation_level=self.isolation, request_timeout=10)
+                   for b, spec in self.specs.items()}
         per: dict[str, int] = {}
         for b, fs in futures.items():
             for tp, f in fs.items():

@@ -3,7 +3,7 @@ receipt - the record's CreateTime (every contender keeps the original timestamp)
 process, so that its CPU (and its GIL) is not the benchmark's sampler's or producer's.
 
 Run: python -m benchmarks.harness.latency_probe '<json: targets [{name, bootstrap, topic,
-partitions}]>'. It prints `ready` once its consumers are assigned (at the end of each
+partitions}], read_committed (optional: exactly-once runs read as their users must)>'. It prints `ready` once its consumers are assigned (at the end of each
 partition), then reads one JSON line on stdin, {from_ms, until_ms, expected}: the CreateTime
 range of the measured records and how many were produced in it; it keeps receiving until
 every target got them all or 20 s passed, then prints one JSON line of percentiles per target.
@@ -27,10 +27,12 @@ SETTINGS = {"enable.auto.commit": False, "enable.partition.eof": False, "fetch.w
 
 
 class Receiver(threading.Thread):
-    def __init__(self, target: dict) -> None:
+    def __init__(self, target: dict, read_committed: bool = False) -> None:
         super().__init__(name=f"probe-{target['name']}", daemon=True)
         self.target = target
-        self.consumer = Consumer({"bootstrap.servers": target["bootstrap"], "group.id": f"probe-{target['name']}", **SETTINGS})
+        isolation = "read_committed" if read_committed else "read_uncommitted"
+        self.consumer = Consumer({"bootstrap.servers": target["bootstrap"], "group.id": f"probe-{target['name']}",
+                                  **SETTINGS, "isolation.level": isolation})
         self.consumer.assign([TopicPartition(target["topic"], p, OFFSET_END) for p in range(target["partitions"])])
         self.samples: list[tuple[int, float]] = []  # (CreateTime ms, latency ms)
         self.halt = threading.Event()
@@ -50,9 +52,9 @@ class Receiver(threading.Thread):
         return [lat for ts, lat in list(self.samples) if lo <= ts < hi]
 
 
-def main(targets: list[dict]) -> dict:
+def main(targets: list[dict], read_committed: bool = False) -> dict:
     gc.disable()  # millions of small tuples, no cycles: the collector would only add pauses
-    receivers = [Receiver(t) for t in targets]
+    receivers = [Receiver(t, read_committed) for t in targets]
     for r in receivers:
         r.start()
     time.sleep(1.0)  # the consumers resolve their end offsets before anything is measured
@@ -69,4 +71,5 @@ def main(targets: list[dict]) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(json.loads(sys.argv[1])["targets"])), flush=True)
+    spec = json.loads(sys.argv[1])
+    print(json.dumps(main(spec["targets"], spec.get("read_committed", False))), flush=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 from pathlib import Path
 
@@ -50,8 +51,10 @@ RF_ONE = {k: "1" for k in ("replication.factor", "offset.storage.replication.fac
 
 
 def properties(bootstrap: dict[str, str], flows: list[tuple[str, str]], topic: str, policy: str,
-               tasks: int | None = None) -> dict[str, str]:
-    """MM2's settings: `flows` [(source, target)] copying exactly `topic` (a full-match regex)."""
+               tasks: int | None = None, exactly_once: bool = False) -> dict[str, str]:
+    """MM2's settings: `flows` [(source, target)] copying exactly `topic` (a full-match regex);
+    with `exactly_once`, KIP-618's exactly-once as Kafka's docs (ops.html, "Exactly once")
+    configure a dedicated cluster: see `exactly_once_properties`."""
     props = {"clusters": ", ".join(bootstrap), "tasks.max": str(tasks or os.cpu_count() or 1),
              "replication.policy.class": policy, "refresh.topics.interval.seconds": "2",
              **OFF_IN_WINDOW, **RF_ONE}
@@ -62,7 +65,36 @@ def properties(bootstrap: dict[str, str], flows: list[tuple[str, str]], topic: s
     for source, target in flows:
         props[f"{source}->{target}.enabled"] = "true"
         props[f"{source}->{target}.topics"] = re.escape(topic)
+    if exactly_once:
+        props.update(exactly_once_properties(flows))
     return props
+
+
+def exactly_once_properties(flows: list[tuple[str, str]]) -> dict[str, str]:
+    """MM2 dedicated mode with exactly-once (Kafka >= 3.5, KIP-618), as documented:
+    - `<target>.exactly.once.source.support = enabled` for every cluster written to: the
+      Connect worker writing there produces each task's records and its source offsets in one
+      transaction (`transaction.boundary` left at its default, `poll`: one per poll);
+    - `dedicated.mode.enable.internal.rest = true` and a `listeners` REST address (KIP-710):
+      the workers fence zombie tasks through it, required with exactly-once;
+    - `<source>.consumer.isolation.level = read_committed` on every cluster read: aborted
+      copies are not copied on (and MirrorSourceConnector reports exactly-once as unsupported
+      without it);
+    - `<source>-><target>.exactly.once.support = required` per flow: the connector fails to
+      start, instead of falling back to at-least-once, if exactly-once cannot be had."""
+    props = {"dedicated.mode.enable.internal.rest": "true", "listeners": f"http://127.0.0.1:{_free_port()}"}
+    for source, target in flows:
+        props[f"{target}.exactly.once.source.support"] = "enabled"
+        props[f"{source}.consumer.isolation.level"] = "read_committed"
+        props[f"{source}->{target}.exactly.once.support"] = "required"
+    return props
+
+
+def _free_port() -> int:
+    """A loopback port free now (the OS picks it) for MM2's internal REST listener."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def remote_topic(source: str, topic: str, policy: str) -> str:

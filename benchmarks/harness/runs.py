@@ -41,6 +41,11 @@ class Context:
     window: float
     timeout: float
     steady_share: float = 0.1  # the window opens once this share of the copies landed (and `skip` passed)
+    delivery: str = "at_least_once"  # exactly_once: MM2 and treedist transactional, every count read_committed
+
+    @property
+    def read_committed(self) -> bool:
+        return self.delivery == "exactly_once"
 
 
 def broker_keys(ctx: Context) -> list[str]:
@@ -167,22 +172,30 @@ def drain(ctx: Context, contender: str, topic: str, records: int, value_bytes: i
     settled = settle(ctx)
     expected = produced["records"] * sc.copies_per_record()
     targets = {ctx.boot[c]: {t: ctx.partitions for t in ts} for c, ts in sc.targets(contender, topic, sources).items()}
-    landing = Landing(targets, expected)
+    landing = Landing(targets, expected, read_committed=ctx.read_committed)
     bench_cpu0 = time.process_time()
     mark0 = ctx.meter.mark()
-    handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master)
+    handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master,
+                                        delivery=ctx.delivery)
     prefix = _meter(ctx, handle)
     landing.start()
     log(f"{run_id}: {contender} started; waiting for {expected} copies")
     try:
         complete = landing.wait_done(ctx.timeout, check=handle.check)
         time.sleep(1.0)  # a copy beyond the expected count (a duplicate) would show up now
+        if ctx.read_committed:  # markers count as offsets, so "done" came up to a few markers early:
+            still_until = time.monotonic() + 30  # let the last transactions land (until 3 s without a change)
+            while time.monotonic() < still_until and landing.samples[-1][0] - landing.when(landing.latest()) < 3.0:
+                time.sleep(0.2)
         end_mark = ctx.meter.mark()
     finally:
         handle.stop()
         landing.stop()
     bench_cpu = time.process_time() - bench_cpu0
     final = landing._total() - landing.baseline  # after the stop: nothing more can land
+    offsets_landed = final
+    if ctx.read_committed:  # offsets count the transactions' markers too: count the records
+        final = committed_records(targets) - landing.baseline
     if not complete:
         raise RuntimeError(f"{run_id}: {landing.latest()} of {expected} copies landed in {ctx.timeout}s")
     done = landing.done_at
@@ -205,6 +218,7 @@ def drain(ctx: Context, contender: str, topic: str, records: int, value_bytes: i
     return {
         "contender": contender, "run_id": run_id, "topic": topic, "preload": produced, "settle": settled,
         "expected_copies": expected, "copies_landed": final, "copies_per_record": round(final / produced["records"], 4),
+        "transaction_markers": offsets_landed - final if ctx.read_committed else None,
         "first_copy_after_launch_s": round(first_any - handle.launched, 2),
         "all_targets_receiving_after_launch_s": round(all_receiving - handle.launched, 2),
         "all_landed_after_launch_s": round(done - handle.launched, 2),
@@ -213,6 +227,38 @@ def drain(ctx: Context, contender: str, topic: str, records: int, value_bytes: i
         "process_outputs": handle.outputs, "cpu_by_root": {k: round(v, 3) for k, v in
                                                             TreeMeter.between(mark0, end_mark).cpu.items() if k.startswith(prefix)},
     }
+
+
+def committed_records(targets: dict[str, dict[str, int]], timeout: float = 300.0) -> int:
+    """Records a read_committed consumer reads on `targets` ({bootstrap: {topic: partitions}}),
+    from each partition's start to its end: offsets alone count transaction markers too (one
+    per partition per transaction). Run after the contender stopped (nothing more lands);
+    bounded by `timeout`."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    total = 0
+    deadline = time.monotonic() + timeout
+    for bootstrap, topics in targets.items():
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "vs-mm2-count", "enable.auto.commit": False,
+                             "enable.partition.eof": True, "isolation.level": "read_committed",
+                             "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
+        try:
+            parts = [TopicPartition(t, p, OFFSET_BEGINNING) for t, n in topics.items() for p in range(n)]
+            consumer.assign(parts)
+            pending = {(tp.topic, tp.partition) for tp in parts}
+            while pending:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"counting the committed records on {bootstrap}: {len(pending)} partitions "
+                                       f"unread after {timeout}s")
+                for msg in consumer.consume(100_000, 1.0):
+                    err = msg.error()
+                    if err is None:
+                        total += 1
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        pending.discard((msg.topic(), msg.partition()))
+        finally:
+            consumer.close()
+    return total
 
 
 def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: float, run_id: str) -> dict:
@@ -224,14 +270,16 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
     targets = sc.targets(contender, topic, ["c1"])
     probe_targets = [{"name": c, "bootstrap": ctx.boot[c], "topic": t, "partitions": ctx.partitions}
                      for c, ts in targets.items() for t in ts]
-    probe = subprocess.Popen([sys.executable, "-m", "benchmarks.harness.latency_probe", json.dumps({"targets": probe_targets})],
+    probe_spec = {"targets": probe_targets, "read_committed": ctx.read_committed}
+    probe = subprocess.Popen([sys.executable, "-m", "benchmarks.harness.latency_probe", json.dumps(probe_spec)],
                              cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
     handle = None
     try:
         if probe.stdout.readline().strip() != "ready":
             raise RuntimeError("latency probe did not start")
         ctx.meter.add(f"probe:{run_id}", probe.pid)
-        handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master)
+        handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master,
+                                            delivery=ctx.delivery)
         prefix = _meter(ctx, handle)
         sampled = {ctx.boot[c]: {t: ctx.partitions for t in ts} for c, ts in targets.items()}
         producer = rate_producer(ctx.boot["c1"])
@@ -239,7 +287,7 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
         # before the last second's has landed on every target), then `warmup` s more. Records
         # keep coming at the rate meanwhile, so the start-up backlog is drained first: latency
         # is measured in the steady state, not while a contender is still catching up.
-        landing = Landing(sampled, 1 << 62)
+        landing = Landing(sampled, 1 << 62, read_committed=ctx.read_committed)
         landing.start()
         deadline = time.monotonic() + ctx.timeout
         warm_sent = last_chunk = 0
@@ -265,6 +313,8 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
         mark1 = ctx.meter.mark()
         landing.stop()
         copies = landing.latest() - before
+        if ctx.read_committed:  # offsets count transaction markers too: at most the copies made
+            copies = min(copies, sent * len(probe_targets))
         probe.stdin.write(json.dumps({"from_ms": from_ms, "until_ms": until_ms, "expected": sent}) + "\n")
         probe.stdin.flush()
         latency = json.loads(probe.stdout.readline())

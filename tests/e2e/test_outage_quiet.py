@@ -10,7 +10,17 @@ ports and options (`restart_broker`). On Apache Kafka the copies it acknowledged
 stop survive: nothing may be missing anywhere, with no allowance, and every record the
 workload had acknowledged is on every cluster. The duplicates per cluster and origin (the
 batches of the waiting links replayed after the outage) are printed; the link that was not
-waiting (c1's) must have replayed nothing."""
+waiting (c1's) must have replayed nothing.
+
+Duplicates are bounded by one batch per waiting query (issue 30 point 3), asserted with the
+bound the test sets: `max_records_per_trigger` = BATCH_CAP caps the records of any batch. Each
+origin's records reach a cluster by one path, and a waiting query (c2's, c3's, c4's: its
+source or a target is c4) replays its one uncommitted batch once it returns, for every level;
+a forwarder passes a duplicate on once. So on every cluster the duplicates of one origin are at
+most one batch (BATCH_CAP), and of all origins at most one batch per waiting query
+(BATCH_CAP x 3). At the test's load (60 records/s over c1-c3, 1 s triggers) a batch holds
+~20 records of its cluster's own writes and ~60 in all, so the cap only binds the catch-up
+after the outage (3,600 records in 12 batches instead of one), not the batch replayed."""
 
 from __future__ import annotations
 
@@ -39,6 +49,8 @@ TREEDIST = str(Path(sys.executable).parent / "treedist")
 NAMES = ["c1", "c2", "c3", "c4"]
 TOPIC = "quiet"
 OUTAGE_S = 60
+BATCH_CAP = 300  # distributor.max_records_per_trigger: no batch reads more; the duplicates' bound
+WAITING_QUERIES = ("c2", "c3", "c4")  # c2-L3 and c3-L1 copy to c4, c4's query reads it
 
 
 def _json(url: str) -> dict:
@@ -74,7 +86,8 @@ def test_a_cluster_down_for_60_s_is_quiet_marked_unreachable_lag_grows_then_fall
     try:
         create_topic_everywhere(clusters.bootstrap, TOPIC, 2)
         spec = local_deployment(clusters.bootstrap, topics=[TOPIC], checkpoint_location=str(tmp_path / "checkpoints"),
-                                distributor={"trigger_interval": "1 second"}, offsets={"poll_interval": "2s"},
+                                distributor={"trigger_interval": "1 second", "max_records_per_trigger": BATCH_CAP},
+                                offsets={"poll_interval": "2s"},
                                 schemas={"primary": "c1"})
         config = tmp_path / "deployment.yaml"
         config.write_text(yaml.safe_dump(spec))
@@ -137,6 +150,9 @@ def test_a_cluster_down_for_60_s_is_quiet_marked_unreachable_lag_grows_then_fall
         # c1's link neither reads nor writes c4: it never waited, so it replayed nothing (c1's
         # records reach c2 and c3 through it alone; c4 may get them twice through c3's link)
         assert by_origin["c2"].get("c1", 0) == by_origin["c3"].get("c1", 0) == 0, by_origin
+        # one batch per waiting query: per origin at most one batch, per cluster one per waiting query
+        assert all(n <= BATCH_CAP for origins in by_origin.values() for n in origins.values()), (BATCH_CAP, by_origin)
+        assert all(c.duplicated <= BATCH_CAP * len(WAITING_QUERIES) for c in report.clusters), report.as_dict()
         assert high > low
         assert outage_lines < 50, output.read_text()[-6000:]
         assert _lines(log_file) > 0  # --log-file gets them too
