@@ -146,6 +146,16 @@ def _meter(ctx: Context, handle: contenders.Handle) -> str:
     return prefix
 
 
+def _cpu_by_kind(ctx: Context, handle: contenders.Handle, t0: float, t1: float) -> dict[str, float]:
+    """The contender's CPU seconds between `t0` and `t1` by process kind (procs.kind: Spark JVM,
+    Python planners and executors, the driver), summed over its roots: where a copy's CPU goes."""
+    out: dict[str, float] = {}
+    for i in range(len(handle.pids)):
+        for kind, seconds in ctx.meter.by_kind_between(f"{handle.key}:{i}", t0, t1).items():
+            out[kind] = round(out.get(kind, 0.0) + seconds, 3)
+    return out
+
+
 def _figures(ctx: Context, prefix: str, w, copies: int) -> dict:
     own = _cpu(w, prefix)
     brokers = {k.split(":", 1)[1]: round(w.cpu.get(k, 0.0), 3) for k in broker_keys(ctx)}
@@ -311,6 +321,7 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
         while landing.latest() < want and time.monotonic() < wait_until:
             time.sleep(0.1)
         mark1 = ctx.meter.mark()
+        by_kind = _cpu_by_kind(ctx, handle, mark0[0], mark1[0])
         landing.stop()
         copies = landing.latest() - before
         if ctx.read_committed:  # offsets count transaction markers too: at most the copies made
@@ -328,4 +339,5 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
     return {"contender": contender, "run_id": run_id, "rate": rate, "sent": sent, "settle": settled,
             "caught_up_after_launch_s": caught_up_s,
             "latency_at_receipt": latency, "measured": _figures(ctx, prefix, TreeMeter.between(mark0, mark1), copies),
+            "cpu_seconds_by_process_kind": by_kind,
             "settings": settings}
