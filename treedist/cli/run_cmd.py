@@ -97,9 +97,11 @@ def run(
 
 
 def _session(deployment: Deployment):
+    from treedist.spark.hadoop_aws import session_conf  # S3A jars for an s3a:// checkpoint_location
     from treedist.spark.session import build_session
 
-    return build_session(deployment.spark.master, deployment.spark.app_name, deployment.spark.conf)
+    return build_session(deployment.spark.master, deployment.spark.app_name,
+                         session_conf(deployment.checkpoint_location, deployment.spark.conf))
 
 
 @dataclass(frozen=True)

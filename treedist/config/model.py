@@ -34,6 +34,7 @@ from treedist.config.acls import AclSyncConfig
 from treedist.config.control import ControlConfig
 from treedist.config.durations import Duration, DurationOrZero
 from treedist.config.errors import ConfigError
+from treedist.locations import check_location
 from treedist.config.offsets import OffsetsConfig
 from treedist.config.secrets import is_secret_key
 from treedist.topology import (
@@ -541,11 +542,13 @@ class Deployment(Frozen):
         default="treedist-origin", min_length=1,
         description="The record header a record's first copy gets: its origin cluster/topic/partition/offset.",
     )
-    checkpoint_location: Path = Field(
-        default=Path(".treedist/checkpoints"),
-        description="Directory of the streaming checkpoints, one per source cluster (relative to the working "
-                    "directory): the only record of how far each link got. Without it a link starts again from "
-                    "the earliest offsets, copying every record again (docs/operations.md).",
+    checkpoint_location: str = Field(
+        default=".treedist/checkpoints", min_length=1,
+        description="Directory of the streaming checkpoints, one per source cluster: a path (relative to the "
+                    "working directory) or a file://, hdfs:// or s3a:// URI (s3a: the `spark.hadoop.fs.s3a.*` "
+                    "settings in `spark.conf` reach the bucket; treedist.spark.checkpoint_fs). The only record of "
+                    "how far each link got. Without it a link starts again from the earliest offsets, copying "
+                    "every record again (docs/operations.md).",
     )
     spark: SparkConfig = Field(default=SparkConfig(), description="The Spark application that runs the distributors.")
     distributor: DistributorConfig = Field(default=DistributorConfig(), description="How each source cluster's query reads and copies.")
@@ -574,6 +577,11 @@ class Deployment(Frozen):
     def target_failover(self) -> TargetsConfig:
         """Failover and failback settings (failover None = off)."""
         return self.targets if isinstance(self.targets, TargetsConfig) else TargetsConfig()
+
+    @field_validator("checkpoint_location", mode="before")
+    @classmethod
+    def _checkpoint_location(cls, location: object) -> object:
+        return check_location(str(location)) if isinstance(location, (str, Path)) else location
 
     @field_validator("clusters")
     @classmethod

@@ -330,9 +330,11 @@ def query_lag(query) -> int | None:
 
 
 def _default_session(deployment: Deployment):
+    from treedist.spark.hadoop_aws import session_conf  # S3A jars for an s3a:// checkpoint_location
     from treedist.spark.session import build_session
 
-    return build_session(deployment.spark.master, deployment.spark.app_name, deployment.spark.conf)
+    return build_session(deployment.spark.master, deployment.spark.app_name,
+                         session_conf(deployment.checkpoint_location, deployment.spark.conf))
 
 
 def _first_line(err: object) -> str:

@@ -1,4 +1,5 @@
-"""Positions left by the per-(cluster, level) queries of earlier versions (driver, local files).
+"""Positions left by the per-(cluster, level) queries of earlier versions (driver; the
+checkpoint's file system, treedist.spark.checkpoint_fs).
 
 Before read-once, each distributor `<cluster>-L<level>` ran its own query with its own
 checkpoint `<checkpoint_location>/<cluster>-L<level>`. A cluster's new query starts each
@@ -16,31 +17,30 @@ import json
 from pathlib import Path
 
 from treedist.records.errors import PipelineError
+from treedist.spark.checkpoint_fs import CheckpointStoreError, Store, join
 from treedist.spark.offsets import KafkaOffsets
 
 
-def last_committed_end(checkpoint: str | Path) -> KafkaOffsets | None:
+def last_committed_end(checkpoint: str | Path, store: Store | None = None) -> KafkaOffsets | None:
     """The end offsets of the last committed batch of an old distributor query, or None
-    when there is no such checkpoint or nothing was ever committed."""
-    root = Path(checkpoint)
-    batches = _batch_ids(root / "commits")
-    if not batches:
-        return None
-    last = max(batches)
-    path = root / "offsets" / str(last)
+    when there is no such checkpoint or nothing was ever committed. `checkpoint` is a path
+    or a URI on `store` (treedist.spark.checkpoint_fs; local files when None)."""
+    store = store or Store()
     try:
-        lines = path.read_text().splitlines()
-    except OSError as err:
-        raise PipelineError(f"old checkpoint {root}: batch {last} is committed but {path} cannot be read: {err}") from None
+        batches = [int(name) for name in store.files(join(str(checkpoint), "commits")) if name.isdigit()]
+        if not batches:
+            return None
+        last = max(batches)
+        path = join(str(checkpoint), "offsets", str(last))
+        text = store.read_text(path)
+    except CheckpointStoreError as err:
+        raise PipelineError(f"old checkpoint {checkpoint}: cannot be read: {err}") from None
+    if text is None:
+        raise PipelineError(f"old checkpoint {checkpoint}: batch {last} is committed but {path} cannot be read: it is missing")
+    lines = text.splitlines()
     if len(lines) < 3 or not lines[0].startswith("v"):
-        raise PipelineError(f"old checkpoint {root}: {path} is not a Spark offset log entry")
+        raise PipelineError(f"old checkpoint {checkpoint}: {path} is not a Spark offset log entry")
     try:
         return KafkaOffsets.from_dict(json.loads(lines[2]))
     except (ValueError, TypeError) as err:
-        raise PipelineError(f"old checkpoint {root}: {path} holds no treedist-kafka offsets: {err}") from None
-
-
-def _batch_ids(directory: Path) -> list[int]:
-    if not directory.is_dir():
-        return []
-    return [int(p.name) for p in directory.iterdir() if p.is_file() and p.name.isdigit()]
+        raise PipelineError(f"old checkpoint {checkpoint}: {path} holds no treedist-kafka offsets: {err}") from None

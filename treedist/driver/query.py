@@ -26,7 +26,7 @@ def start_cluster_query(spark: SparkSession, plan: ClusterPlan, counters: Cluste
 
     Its previous query must have ended: a crash's interrupted checkpoint writes are removed first.
     """
-    for path in remove_interrupted_writes(plan.checkpoint):
+    for path in remove_interrupted_writes(plan.checkpoint, plan.store):
         log.warning("query %s: removed %s, a checkpoint write a crash interrupted", plan.query_name, path)
     source = distributor_source(plan, counters.accumulator)
     spark.dataSource.register(source)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -37,6 +36,7 @@ from treedist.registry.distribute import SchemaConflict, copy_for_target
 from treedist.registry.errors import MalformedRecord
 from treedist.registry.records import decode
 from treedist.registry.store import KafkaStore
+from treedist.spark import checkpoint_fs
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class SchemaDistributor:
         self.targets = [c for c in deployment.clusters if c != self.primary]
         self.naming = deployment.subject_naming()
         self.trigger_interval = parse_duration_or_zero(trigger_interval) if trigger_interval is not None else deployment.distributor.trigger_interval
-        self.checkpoint = str(Path(deployment.checkpoint_location) / "schemas" / self.primary)
+        self.checkpoint = checkpoint_fs.join(checkpoint_fs.root(deployment.checkpoint_location), "schemas", self.primary)
         self.query_name = f"{self.primary}-schemas"
         self.max_restarts, self.backoff_seconds = max_restarts, backoff_seconds
         self.stores = {t: KafkaStore(t, deployment.cluster(t).client_config(), self.schemas.topic) for t in self.targets}

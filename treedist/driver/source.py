@@ -67,6 +67,7 @@ from treedist.records.positions import (
     with_copied_ahead,
     with_topic_ids,
 )
+from treedist.spark.checkpoint_fs import CheckpointStoreError
 from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ class DistributorReader(DataSourceStreamReader):
         # (token of a batch's end, what that batch copied ahead): its intents are final once
         # it committed, which is before the next batch is planned from its end.
         self._ahead: tuple[str, dict[TopicPartitionKey, int]] = ("", {})
+        self._ahead_dir_made = False  # on an object store each check is a request: made once
         # (token of a batch's end, when its planning first found nothing new past what it
         # copied ahead): see _record_copied_ahead_now.
         self._quiet: tuple[str, float] = ("", 0.0)
@@ -150,7 +152,7 @@ class DistributorReader(DataSourceStreamReader):
         earliest = self._reader().offsets(tps, "earliest")
         levels = {}
         for lp in self.plan.levels:
-            legacy = last_committed_end(self.plan.legacy_checkpoints[lp.level])
+            legacy = last_committed_end(self.plan.legacy_checkpoints[lp.level], self.plan.store)
             if legacy is not None:
                 log.info("%s: resuming from its own checkpoint %s", lp.name, self.plan.legacy_checkpoints[lp.level])
             old = legacy.positions if legacy is not None else {}
@@ -260,10 +262,22 @@ class DistributorReader(DataSourceStreamReader):
         """Driver: where the batch `token` (ending at `begin`) copied ahead to, for partitions
         every level holds at that batch's window end (`treedist.records.ahead`, step 4)."""
         if self._ahead[0] != token:  # asked again every trigger until new data comes: read once
-            intents = ahead.read_intents(ahead.ahead_dir(self.plan.checkpoint), token, sorted(begin.partitions()))
+            intents = ahead.Intents.of(self.plan.checkpoint, self.plan.store).read(token, sorted(begin.partitions()))
             copied = {tp: to for tp, (until, to) in intents.items() if to > until and begin.uniform_at(tp) == until}
             self._ahead = (token, copied)
         return self._ahead[1]
+
+    def _make_ahead_dir(self) -> None:
+        """Driver (planner): the intents' directory (`treedist.records.ahead`) once Spark
+        created the query's checkpoint, on the checkpoint's store. A store that does not
+        answer only costs this batch its copying ahead (logged)."""
+        if self._ahead_dir_made or not self.plan.store.is_dir(self.plan.checkpoint):
+            return
+        try:
+            ahead.Intents.of(self.plan.checkpoint, self.plan.store).make_dir()
+            self._ahead_dir_made = True
+        except CheckpointStoreError as err:
+            log.warning("%s: no copying ahead in this batch: %s", self.plan.query_name, err)
 
     def reportLatestOffset(self) -> dict | None:
         return KafkaOffsets(self._latest).to_dict() if self._latest else None
@@ -276,8 +290,8 @@ class DistributorReader(DataSourceStreamReader):
         groups = pack_tasks(windows, limit, self.plan.min_records_per_task)
         # Executors copy ahead only where they see this directory; it lives in the query's
         # checkpoint, which Spark created before the batch was planned.
-        if groups and Path(self.plan.checkpoint).is_dir():
-            ahead.ahead_dir(self.plan.checkpoint).mkdir(exist_ok=True)
+        if groups:
+            self._make_ahead_dir()
         token = batch_token(end)
         share = ahead_share(sum(w.count for w in windows), self.plan.max_records_per_trigger or None, len(groups))
         return [ReadTask(tuple(group), targets, token, share) for group in groups]

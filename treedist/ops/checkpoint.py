@@ -1,5 +1,6 @@
-"""The committed batches of a cluster's query, read from its checkpoint (local files; any
-process, also one that does not run the query).
+"""The committed batches of a cluster's query, read from its checkpoint (any process, also
+one that does not run the query; through the checkpoint's file system,
+treedist.spark.checkpoint_fs: local files, or the s3a:// bucket without a JVM).
 
 Spark's offset log: `offsets/<batch>` holds `v1`, a metadata line, then the source's JSON
 offset (the batch's END positions, `treedist.records.positions.LevelPositions`);
@@ -10,38 +11,41 @@ file's modification time is when the batch was committed.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from treedist.ops.errors import OpsError
 from treedist.ops.figures import Batch
 from treedist.records.errors import PipelineError
 from treedist.records.positions import LevelPositions
+from treedist.spark.checkpoint_fs import CheckpointStoreError, Store, join
 
 
-def recent_batches(checkpoint: str | Path, window_s: float, now: float, at_most: int = 100) -> list[Batch]:
+def recent_batches(checkpoint: str, window_s: float, now: float, at_most: int = 100,
+                   store: Store | None = None) -> list[Batch]:
     """Committed batches, newest last: the newest one plus every batch committed within the
     last `window_s` seconds and the first one before them (what a rate over the window
     needs). Empty when nothing was committed yet. A batch whose entry disappears while we
-    read (Spark purges old ones) is skipped."""
-    root = Path(checkpoint)
-    commits = root / "commits"
-    if not commits.is_dir():
-        return []
-    ids = sorted((int(p.name) for p in commits.iterdir() if p.name.isdigit()), reverse=True)[:at_most]
-    found: list[Batch] = []
-    for batch_id in ids:
-        try:
-            committed_at = (commits / str(batch_id)).stat().st_mtime
-            lines = (root / "offsets" / str(batch_id)).read_text().splitlines()
-        except FileNotFoundError:
-            continue
-        found.append(Batch(batch_id, committed_at, _positions(root, batch_id, lines)))
-        if committed_at < now - window_s:
-            break
+    read (Spark purges old ones) is skipped. `checkpoint` is a path or a URI on `store`
+    (treedist.spark.checkpoint_fs; local files when None). Raises OpsError when the store
+    cannot be read."""
+    store = store or Store()
+    try:
+        commits = store.files(join(checkpoint, "commits"))
+        ids = sorted((int(name) for name in commits if name.isdigit()), reverse=True)[:at_most]
+        found: list[Batch] = []
+        for batch_id in ids:
+            text = store.read_text(join(checkpoint, "offsets", str(batch_id)))
+            if text is None:
+                continue
+            committed_at = commits[str(batch_id)]
+            found.append(Batch(batch_id, committed_at, _positions(checkpoint, batch_id, text.splitlines())))
+            if committed_at < now - window_s:
+                break
+    except CheckpointStoreError as err:
+        raise OpsError(f"checkpoint {checkpoint}: {err}") from None
     return list(reversed(found))
 
 
-def _positions(root: Path, batch_id: int, lines: list[str]) -> dict:
+def _positions(root: str, batch_id: int, lines: list[str]) -> dict:
     if len(lines) < 3 or not lines[0].startswith("v"):
         raise OpsError(f"checkpoint {root}: offsets/{batch_id} is not a Spark offset log entry; "
                        "is this the checkpoint of a treedist query?")

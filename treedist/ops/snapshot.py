@@ -150,7 +150,7 @@ class StatusSource:
 
     def _links(self, plan: ClusterPlan, reach: dict[str, str | None], live: dict, now: float) -> list[dict]:
         source_down = reach[plan.cluster] is not None
-        batches = [] if source_down else recent_batches(plan.checkpoint, self.rate_window_s, now)
+        batches = [] if source_down else recent_batches(plan.checkpoint, self.rate_window_s, now, store=plan.store)
         newest = batches[-1] if batches else None
         latest: dict[TopicPartitionKey, int] = {}
         ages: dict[TopicPartitionKey, int] = {}

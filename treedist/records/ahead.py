@@ -40,51 +40,72 @@ makes the next batch read those records again: duplicates, never a gap. An inten
 upon only after its batch committed, which needs every copy of it acknowledged. Tasks whose
 executor does not see the query's checkpoint directory (a remote executor without shared
 storage) do not copy ahead. Not fsynced, like Spark's own checkpoint files on a local disk.
+Intents go through `treedist.spark.checkpoint_fs.Store` (the executor has no JVM gateway):
+local files, or objects of the s3a:// checkpoint's bucket, written by the executor directly.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from treedist.spark.checkpoint_fs import CheckpointStoreError, Store, join
 from treedist.spark.offsets import TopicPartitionKey
 
 DIRECTORY = "copied-ahead"
 
 
-def ahead_dir(checkpoint: str) -> Path:
-    return Path(checkpoint) / DIRECTORY
+def ahead_dir(checkpoint: str) -> str:
+    return join(checkpoint, DIRECTORY)
 
 
-def _path(directory: Path, tp: TopicPartitionKey) -> Path:
-    # '~' is not allowed in Kafka topic names: the file name is unambiguous.
-    return directory / f"{tp.topic}~{tp.partition}"
+@dataclass(frozen=True)
+class Intents:
+    """The intents of one query: `<checkpoint>/copied-ahead` on the checkpoint's store."""
 
+    store: Store
+    directory: str
 
-def write_intents(directory: Path, batch: str, entries: Iterable[tuple[TopicPartitionKey, int, int]]) -> None:
-    """Executor, step 2: one file per (partition, window end, copied up to), each replaced
-    atomically (rename), all of them before any copy past a window is produced."""
-    pid = os.getpid()
-    for tp, until, to in entries:
-        path = _path(directory, tp)
-        tmp = path.with_name(f".{path.name}.{pid}.tmp")
-        tmp.write_text(json.dumps({"batch": batch, "until": until, "to": to}), encoding="utf-8")
-        os.replace(tmp, path)
+    @classmethod
+    def of(cls, checkpoint: str, store: Store) -> "Intents":
+        return cls(store, ahead_dir(checkpoint))
 
+    def _path(self, tp: TopicPartitionKey) -> str:
+        # '~' is not allowed in Kafka topic names: the file name is unambiguous.
+        return join(self.directory, f"{tp.topic}~{tp.partition}")
 
-def read_intents(directory: Path, batch: str, tps: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, int]]:
-    """Driver, step 4: (window end, copied up to) of every partition of `tps` whose intent
-    belongs to `batch`. A missing or unreadable file is no intent (the records are read again)."""
-    out: dict[TopicPartitionKey, tuple[int, int]] = {}
-    for tp in tps:
-        try:
-            data = json.loads(_path(directory, tp).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, Mapping) and data.get("batch") == batch:
-            until, to = data.get("until"), data.get("to")
-            if isinstance(until, int) and isinstance(to, int) and to >= until >= 0:
-                out[tp] = (until, to)
-    return out
+    def visible(self) -> bool:
+        """Executor: whether this task sees the directory (else it does not copy ahead)."""
+        return self.store.is_dir(self.directory)
+
+    def make_dir(self) -> None:
+        """Driver (planner), once the query's checkpoint exists. Raises CheckpointStoreError."""
+        self.store.make_dir(self.directory)
+
+    def write(self, batch: str, entries: Iterable[tuple[TopicPartitionKey, int, int]]) -> None:
+        """Executor, step 2: one file per (partition, window end, copied up to), each replaced
+        atomically (a local rename; one PUT on an object store), all of them before any copy
+        past a window is produced. Raises CheckpointStoreError: the task fails and is retried,
+        as for a failed copy (copies must not run ahead of their intent)."""
+        pid = os.getpid()
+        for tp, until, to in entries:
+            self.store.write_text(self._path(tp), json.dumps({"batch": batch, "until": until, "to": to}), str(pid))
+
+    def read(self, batch: str, tps: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, int]]:
+        """Driver (the query's planner), step 4: (window end, copied up to) of every partition
+        of `tps` whose intent belongs to `batch`. A missing or unreadable file, or a store that
+        does not answer, is no intent (the records are read again)."""
+        out: dict[TopicPartitionKey, tuple[int, int]] = {}
+        for tp in tps:
+            try:
+                text = self.store.read_text(self._path(tp))
+                data = json.loads(text) if text is not None else None
+            except (CheckpointStoreError, ValueError):
+                continue
+            if isinstance(data, Mapping) and data.get("batch") == batch:
+                until, to = data.get("until"), data.get("to")
+                if isinstance(until, int) and isinstance(to, int) and to >= until >= 0:
+                    out[tp] = (until, to)
+        return out

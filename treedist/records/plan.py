@@ -12,10 +12,9 @@ and logs, named `<cluster>-L<level>` as before.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from treedist.spark import options
+from treedist.spark import checkpoint_fs, options
 from treedist.topology.flags import MalformedFlagsPolicy
 from treedist.topology.naming import Naming
 from treedist.topology.selection import TopicFilter
@@ -88,6 +87,14 @@ class ClusterPlan:
     # the topic on each target that dead_letter writes to.
     on_uncopyable: str = "fail"
     dead_letter_topic: str = "treedist-dead-letter"
+    # The `fs.s3a.*` settings of `spark.conf`: how planners and executors reach an s3a://
+    # checkpoint (treedist.spark.checkpoint_fs); empty for other locations' needs.
+    checkpoint_options: Mapping[str, str] | None = None
+
+    @property
+    def store(self) -> checkpoint_fs.Store:
+        """The files beside this query's checkpoint (copy-ahead intents, the logs status reads)."""
+        return checkpoint_fs.Store(dict(self.checkpoint_options or {}))
 
     @property
     def query_name(self) -> str:
@@ -122,13 +129,14 @@ def _strings(client: Mapping[str, object]) -> dict[str, str]:
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in client.items()}
 
 
-def checkpoint_root(deployment: "Deployment") -> Path:
-    return Path(deployment.checkpoint_location).resolve()
+def checkpoint_root(deployment: "Deployment") -> str:
+    """A local location as an absolute path, a remote one as its URI (`checkpoint_fs.root`)."""
+    return checkpoint_fs.root(deployment.checkpoint_location)
 
 
 def legacy_checkpoint(deployment: "Deployment", dist: "Distributor") -> str:
     """Where a distributor's own query (one per cluster and level, before read-once) kept its offsets."""
-    return str(checkpoint_root(deployment) / dist.name)
+    return checkpoint_fs.join(checkpoint_root(deployment), dist.name)
 
 
 def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, live_targets: str | None = None,
@@ -158,7 +166,8 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         max_record_bytes=settings.max_record_bytes,
         max_records_per_trigger=settings.max_records_per_trigger,
         topic_refresh_seconds=settings.topic_refresh_seconds,
-        checkpoint=str(checkpoint_root(deployment) / "messages" / cluster),
+        checkpoint=checkpoint_fs.join(checkpoint_root(deployment), "messages", cluster),
+        checkpoint_options=checkpoint_fs.s3a_options(deployment.spark.conf),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
         max_tasks=max_tasks,
         slots=slots,

@@ -152,15 +152,15 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             plan.max_record_bytes if plan.max_record_bytes is not None else uncopyable.record_limit(None, None, {}),
             plan.on_uncopyable, plan.dead_letter_topic, explicit_limit=plan.max_record_bytes is not None,
         )
-        directory = ahead.ahead_dir(plan.checkpoint)
+        intents = ahead.Intents.of(plan.checkpoint, plan.store)
         # No copying ahead in exactly_once: the positions a transaction records end at the
         # windows' ends, and records copied past them would be copied again by the next batch.
         beyond: dict | None = (
-            {} if task.batch and task.ahead_limit != 0 and not exactly and directory.is_dir() else None
+            {} if task.batch and task.ahead_limit != 0 and not exactly and intents.visible() else None
         )
         read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
-            copy_ahead(consumer, task, beyond, copier.copy, directory)
+            copy_ahead(consumer, task, beyond, copier.copy, intents)
         consumer.unassign()
         for target, stats in zip(level_targets, copier.stats.levels):
             producers[target].count(stats.copied, 0)
@@ -362,7 +362,7 @@ def _keep_beyond(beyond: dict, tp: tuple, records: list, floor: int) -> None:
     kept.extend(m for m in records if m.offset() >= low)
 
 
-def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, directory) -> None:
+def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, intents: ahead.Intents) -> None:
     """Step 3b (executor; `treedist.records.ahead`): after every window was read, copy the
     records past the end of the uniform windows, and go on while a backlog keeps arriving.
     All of it within the task's `ahead_limit` (its share of what `max_records_per_trigger`
@@ -391,7 +391,7 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
     stopped: set = _trim(beyond, min(cap, MAX_HELD_AHEAD))
     held = sum(len(v) for v in beyond.values())
     copied_to = {tp: w.until_offset for tp, w in uniform.items()}
-    _copy_beyond(beyond, uniform, copied_to, list(uniform), on_records, directory, task.batch)
+    _copy_beyond(beyond, uniform, copied_to, list(uniform), on_records, intents, task.batch)
     deadline = time.monotonic() + AHEAD_LINGER_S
     while held < cap and time.monotonic() < deadline:
         messages = consumer.consume(min(CONSUME_BATCH, cap - held), AHEAD_WAIT_S)
@@ -411,13 +411,13 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, dir
             _keep_beyond(fresh, tp, records, copied_to[tp])
         took = sum(len(v) for v in fresh.values())
         if fresh:
-            _copy_beyond(fresh, uniform, copied_to, list(fresh), on_records, directory, task.batch)
+            _copy_beyond(fresh, uniform, copied_to, list(fresh), on_records, intents, task.batch)
         held += len(messages)
         if took < AHEAD_MIN_RECORDS:
             break
 
 
-def _copy_beyond(records_by_tp: dict, uniform: dict, copied_to: dict, tps: list, on_records, directory,
+def _copy_beyond(records_by_tp: dict, uniform: dict, copied_to: dict, tps: list, on_records, intents: ahead.Intents,
                  batch: str) -> None:
     """Write the intents of `tps` (each partition's window end and the offset copied up to,
     after `records_by_tp`), then copy those records for every level."""
@@ -429,8 +429,7 @@ def _copy_beyond(records_by_tp: dict, uniform: dict, copied_to: dict, tps: list,
             ranges = tuple(LevelRange(r.level, since, to) for r in window.levels)
             runs.append((PartitionWindow(tp[0], tp[1], since, to, ranges), records))
             copied_to[tp] = to
-    ahead.write_intents(directory, batch, [(TopicPartitionKey(tp[0], tp[1]), uniform[tp].until_offset, copied_to[tp])
-                                           for tp in tps])
+    intents.write(batch, [(TopicPartitionKey(tp[0], tp[1]), uniform[tp].until_offset, copied_to[tp]) for tp in tps])
     for window, records in runs:
         on_records(window, window.topic, window.partition, records)
 

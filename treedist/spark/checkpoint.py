@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from treedist.spark.checkpoint_fs import Store, join
+
 LOG_DIRS = ("offsets", "commits")
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _INTERRUPTED_WRITE = re.compile(rf"^\.\.?\d+\.{_UUID}\.tmp(\.crc)?$")
@@ -25,19 +27,20 @@ def is_interrupted_write(file_name: str) -> bool:
     return _INTERRUPTED_WRITE.match(file_name) is not None
 
 
-def remove_interrupted_writes(checkpoint: str | Path) -> list[Path]:
-    """Delete interrupted log writes under `checkpoint`; returns what was removed.
+def remove_interrupted_writes(checkpoint: str | Path, store: Store | None = None) -> list[str]:
+    """Delete interrupted log writes under `checkpoint` (a path or a URI on `store`,
+    treedist.spark.checkpoint_fs; local files when None); returns what was removed.
 
     Call only while no query runs on this checkpoint (a running query's own write would be
     in flight). Missing directories are fine: a new checkpoint has nothing to repair.
+    On S3A a rename is a copy and a delete: a kill between them leaves the same temp file.
     """
-    removed: list[Path] = []
+    store = store or Store()
+    removed: list[str] = []
     for log_dir in LOG_DIRS:
-        directory = Path(checkpoint) / log_dir
-        if not directory.is_dir():
-            continue
-        for entry in sorted(directory.iterdir()):
-            if entry.is_file() and is_interrupted_write(entry.name):
-                entry.unlink()
-                removed.append(entry)
+        directory = join(str(checkpoint), log_dir)
+        for name in sorted(store.files(directory)):
+            if is_interrupted_write(name):
+                store.delete(join(directory, name))
+                removed.append(join(directory, name))
     return removed

@@ -121,10 +121,10 @@ def test_an_intent_of_another_batch_or_window_end_is_not_acted_upon(local_kafka,
     bootstrap, _, plan, reader, tp = _setup(local_kafka, unique_topic, tmp_path)
     _, end, task = _first_batch(bootstrap, reader, unique_topic, 30)
 
-    directory = ahead.ahead_dir(plan.checkpoint)
-    ahead.write_intents(directory, "another-batch", [(tp, 30, 30_000)])
+    intents = ahead.Intents.of(plan.checkpoint, plan.store)
+    intents.write("another-batch", [(tp, 30, 30_000)])
     assert "copied_ahead" not in reader.latestOffset(end, ReadAllAvailable())
-    ahead.write_intents(directory, task.batch, [(tp, 29, 30_000)])  # not the partition's position
+    intents.write(task.batch, [(tp, 29, 30_000)])  # not the partition's position
     # A planner reads a batch's intents once (they are final once it committed): a fresh
     # planner, as after a restart, reads the rewritten file.
     fresh = DistributorReader(plan, counters=None)

@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treedist.records import ahead
+from treedist.spark.checkpoint_fs import Store
 from treedist.records.positions import (
     LevelPositions,
     ahead_share,
@@ -96,15 +97,16 @@ def test_a_batch_token_survives_the_json_round_trip(batch):
 
 def test_intents_are_read_for_their_own_batch_only(tmp_path):
     tp, other, broken = TopicPartitionKey("orders.eu", 0), TopicPartitionKey("orders.eu", 1), TopicPartitionKey("x", 2)
-    ahead.write_intents(tmp_path, "batch-1", [(tp, 10, 25), (other, 7, 7)])
-    ahead.write_intents(tmp_path, "batch-0", [(broken, 1, 2)])
+    intents = ahead.Intents(Store(), str(tmp_path))
+    intents.write("batch-1", [(tp, 10, 25), (other, 7, 7)])
+    intents.write("batch-0", [(broken, 1, 2)])
     (tmp_path / "x~2").write_text("{not json")
-    assert ahead.read_intents(tmp_path, "batch-1", [tp, other, broken, TopicPartitionKey("never", 0)]) == {
+    assert intents.read("batch-1", [tp, other, broken, TopicPartitionKey("never", 0)]) == {
         tp: (10, 25), other: (7, 7),
     }
-    assert ahead.read_intents(tmp_path, "batch-2", [tp, other]) == {}
-    ahead.write_intents(tmp_path, "batch-1", [(tp, 10, 12)])  # a retried task overwrites
-    assert ahead.read_intents(tmp_path, "batch-1", [tp]) == {tp: (10, 12)}
+    assert intents.read("batch-2", [tp, other]) == {}
+    intents.write("batch-1", [(tp, 10, 12)])  # a retried task overwrites
+    assert intents.read("batch-1", [tp]) == {tp: (10, 12)}
     assert not list(tmp_path.glob(".*.tmp"))
 
 

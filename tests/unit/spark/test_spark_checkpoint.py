@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,7 @@ def test_remove_touches_only_the_temp_files_of_the_two_logs(tmp_path):
         for name in ("0", ".0.crc", f".1.{uuid.uuid4()}.tmp", f"..1.{uuid.uuid4()}.tmp.crc"):
             (tmp_path / log_dir / name).write_text("x")
 
-    removed = remove_interrupted_writes(tmp_path)
+    removed = [Path(p) for p in remove_interrupted_writes(tmp_path)]
 
     assert sorted(p.parent.name for p in removed) == ["commits", "commits", "offsets", "offsets"]
     assert all(not p.exists() for p in removed)
