@@ -169,7 +169,7 @@ def favours(args, rounds: list[dict], rate_mode: bool) -> tuple[list[str], list[
         fav.append("exactly_once: landing counts are read_committed last stable offsets, which count each transaction's "
                    "markers (one per partition) as copies: more, smaller transactions raise a contender's rate and lower "
                    "its CPU per copy by the markers' share (each drain's exact count: copies_landed, transaction_markers)")
-    checks = []
+    checks = [f"round {r['round']} {c}: run failed: {err[:300]}" for r in rounds for c, err in r.get("failed", {}).items()]
     want = contenders.SCENARIOS[args.scenario].copies_per_record()
     for r in rounds:
         for c, run in r["runs"].items():
@@ -219,17 +219,25 @@ def main(argv=None) -> int:
         for mode in ([f"rate-{int(r)}" for r in rates] or ["drain"]):
             rounds = []
             for i in range(args.rounds):
-                runs = {}
+                runs, failed = {}, {}
                 for c in order(names, i):
                     run_id = f"{args.scenario}-{mode}-r{i}-{c}"
                     topic = f"vs-{mode}-r{i}-{c}"
                     if mode == "drain":
                         runs[c] = drain(ctx, c, topic, args.records, args.value_bytes, run_id)
                     else:
-                        runs[c] = fixed_rate(ctx, c, topic, float(mode[5:]), args.warmup, run_id)
+                        # A contender that cannot keep up with a rate (never caught up within
+                        # --timeout) is a result of that rate, not the end of the benchmark:
+                        # recorded in `failed` (and `checks`), and the other runs go on.
+                        try:
+                            runs[c] = fixed_rate(ctx, c, topic, float(mode[5:]), args.warmup, run_id)
+                        except Exception as err:
+                            failed[c] = f"{type(err).__name__}: {str(err)[:1500]}"
+                            log(f"{run_id}: FAILED {failed[c][:300]}")
                     drop_topics(ctx)
-                    log(f"{run_id}: {json.dumps(runs[c].get('steady') or runs[c].get('latency_at_receipt'))}")
-                rounds.append({"round": i, "order": order(names, i), "runs": runs,
+                    if c in runs:
+                        log(f"{run_id}: {json.dumps(runs[c].get('steady') or runs[c].get('latency_at_receipt'))}")
+                rounds.append({"round": i, "order": order(names, i), "runs": runs, "failed": failed,
                                "ratios": round_ratios(runs, mode != "drain")})
             results[mode] = rounds
     finally:
