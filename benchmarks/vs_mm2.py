@@ -38,13 +38,14 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import contenders, mm2
+from benchmarks.harness import wan as two_dcs
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness.results import RESULTS, log, machine, median_and_range, watchdog
 from benchmarks.harness.runs import Context, drain, drop_topics, fixed_rate
 from treedist.local.launcher import LocalClusters
 
-DEFAULT_RECORDS = {"single_link": 6_000_000, "full_sync": 500_000}  # per producing cluster
-SMOKE_RECORDS = {"single_link": 3_000_000, "full_sync": 200_000}
+DEFAULT_RECORDS = {"single_link": 6_000_000, "full_sync": 500_000, "wan": 1_000_000}  # per producing cluster
+SMOKE_RECORDS = {"single_link": 3_000_000, "full_sync": 200_000, "wan": 200_000}
 
 
 def parse(argv) -> argparse.Namespace:
@@ -207,15 +208,19 @@ def main(argv=None) -> int:
     started_at = machine()
     workdir = Path(tempfile.mkdtemp(prefix="treedist-vs-mm2-"))
     meter = TreeMeter(roots={}, interval=0.2).start()
-    clusters = None
+    clusters = wan = None
     results: dict[str, list[dict]] = {}
     try:
         log(f"starting {len(scenario.clusters)} Apache Kafka clusters in {workdir}")
-        clusters = LocalClusters.start(list(scenario.clusters), workdir / "brokers", engine="kafka")
+        # wan: the same clusters in two data centres behind the WAN proxy (harness/wan.py)
+        wan = two_dcs.start_clusters(workdir) if args.scenario == "wan" else None
+        clusters = wan.clusters if wan else LocalClusters.start(list(scenario.clusters), workdir / "brokers", engine="kafka")
         for name, broker in clusters.brokers.items():
             meter.add(f"broker:{name}", broker.pid)
+        if wan is not None:  # the proxy's CPU is the network's: metered apart from every contender's
+            meter.add("wanproxy", wan.proxy.pid)
         ctx = Context(scenario, dict(clusters.bootstrap), meter, workdir, args.partitions, args.master, args.skip,
-                      args.window, args.timeout, args.steady_share, args.delivery)
+                      args.window, args.timeout, args.steady_share, args.delivery, wan)
         for mode in ([f"rate-{int(r)}" for r in rates] or ["drain"]):
             rounds = []
             for i in range(args.rounds):
@@ -244,6 +249,8 @@ def main(argv=None) -> int:
         meter.stop()
         if clusters is not None:
             clusters.stop()
+        if wan is not None:
+            wan.proxy.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     document = summarize(args, results, started_at, rates)
     save(args, document)
@@ -276,6 +283,7 @@ def summarize(args, results: dict[str, list[dict]], started_at: dict, rates: lis
         "by_rate": {m: {"ratios": {k: median_and_range([r["ratios"][k] for r in rs])["median"] for k in rs[0]["ratios"]},
                         "contenders": per_contender(rs, True)} for m, rs in results.items()} if rate_mode else None,
         "mm2_settings": {"properties": mm2_run["settings"] if mm2_run else None, "jvm": mm2.JVM_OPTS},
+        "wan": two_dcs.summary(results) if args.scenario == "wan" else None,
         "favours": fav,
         "checks": checks,
         "config": vars(args),

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.harness import mm2
@@ -46,8 +46,8 @@ class Scenario:
 
     def producers(self, rate_mode: bool) -> list[str]:
         """Clusters that produce records: single_link only c1; full_sync all (at a fixed rate:
-        c1 only, so that hops are known)."""
-        return ["c1"] if rate_mode or self.name == "single_link" else list(self.clusters)
+        c1 only, so that hops are known); wan only c1 (its links' rates are then known)."""
+        return ["c1"] if rate_mode or self.name in ("single_link", "wan") else list(self.clusters)
 
     def topics(self, contender: str, topic: str) -> dict[str, list[str]]:
         """cluster -> topics to create before a run (MM2's remote topics too: no contender pays
@@ -84,6 +84,8 @@ SCENARIOS = {
                           tuple((s, t) for s in ("c1", "c2", "c3", "c4") for t in ("c1", "c2", "c3", "c4") if s != t),
                           mm2.DEFAULT_POLICY),
 }
+# full_sync's clusters, tree and mesh in two data centres joined by a 40 ms WAN (harness/wan.py)
+SCENARIOS["wan"] = replace(SCENARIOS["full_sync"], name="wan")
 
 
 class Handle:
@@ -121,10 +123,16 @@ class Handle:
 
 
 def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path,
-          run_id: str, master: str, delivery: str = "at_least_once") -> tuple[Handle, dict]:
+          run_id: str, master: str, delivery: str = "at_least_once", wan=None) -> tuple[Handle, dict]:
     """Start `contender` copying `topic`; returns its handle and the settings it runs with.
     `delivery` exactly_once: MM2 with KIP-618's exactly-once, treedist with
-    `distributor.delivery: exactly_once` (`treedist_alo` stays at_least_once)."""
+    `distributor.delivery: exactly_once` (`treedist_alo` stays at_least_once). `wan` (the
+    wan scenario's TwoDataCentres): a process per data centre (benchmarks/harness/wan.py)."""
+    if wan is not None:
+        from benchmarks.harness import wan as two_dcs
+
+        procs, logs, stop, settings = two_dcs.start(contender, scenario, wan, topic, partitions, workdir, run_id, master)
+        return Handle(run_id, procs, logs, stop), settings
     if contender == "mm2":
         props = mm2.properties(boot, list(scenario.mm2_flows), topic, scenario.mm2_policy,
                                exactly_once=delivery == "exactly_once")

@@ -36,6 +36,7 @@ class Landing(threading.Thread):
         self.expected = expected
         self.interval = interval
         self.samples: list[tuple[float, int]] = []  # (monotonic time, copies landed)
+        self.by_target: list[dict[str, int]] = []  # per sample: (bootstrap/topic) -> high watermarks
         self.first_seen: dict[str, float] = {}  # (bootstrap/topic) -> when its first copy was seen
         self.done_at: float | None = None
         self._halt = threading.Event()
@@ -59,6 +60,7 @@ class Landing(threading.Thread):
             landed = self._total() - self.baseline
             now = (t0 + time.monotonic()) / 2
             self.samples.append((now, landed))
+            self.by_target.append(self.per_target)
             for key, value in self.per_target.items():
                 if value > base_per.get(key, 0):
                     self.first_seen.setdefault(key, now)
@@ -98,6 +100,14 @@ class Landing(threading.Thread):
                 break
             best = sample
         return best
+
+    def per_target_rates(self, t0: float, t1: float) -> dict[str, int | None]:
+        """Copies per second landed on each target between the samples at t0 and t1 (a link's rate)."""
+        i0 = max([i for i, (t, _) in enumerate(self.samples) if t <= t0] or [0])
+        i1 = max([i for i, (t, _) in enumerate(self.samples) if t <= t1] or [0])
+        seconds = self.samples[i1][0] - self.samples[i0][0]
+        return {k: round((v - self.by_target[i0].get(k, 0)) / seconds) if seconds > 0 else None
+                for k, v in self.by_target[i1].items()}
 
     def hz(self, t0: float, t1: float) -> float | None:
         n = sum(1 for t, _ in self.samples if t0 <= t <= t1)

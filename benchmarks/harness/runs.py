@@ -42,6 +42,7 @@ class Context:
     timeout: float
     steady_share: float = 0.1  # the window opens once this share of the copies landed (and `skip` passed)
     delivery: str = "at_least_once"  # exactly_once: MM2 and treedist transactional, every count read_committed
+    wan: object = None  # the wan scenario's TwoDataCentres (ctx.boot: the brokers' direct addresses)
 
     @property
     def read_committed(self) -> bool:
@@ -186,7 +187,7 @@ def drain(ctx: Context, contender: str, topic: str, records: int, value_bytes: i
     bench_cpu0 = time.process_time()
     mark0 = ctx.meter.mark()
     handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master,
-                                        delivery=ctx.delivery)
+                                        delivery=ctx.delivery, wan=ctx.wan)
     prefix = _meter(ctx, handle)
     landing.start()
     log(f"{run_id}: {contender} started; waiting for {expected} copies")
@@ -223,7 +224,8 @@ def drain(ctx: Context, contender: str, topic: str, records: int, value_bytes: i
         w_start, w_end = first_any, done
     (t0, n0), (t1, n1) = landing.at(w_start), landing.at(w_end)
     steady = _figures(ctx, prefix, TreeMeter.between(ctx.meter.at(t0), ctx.meter.at(t1)), n1 - n0)
-    steady.update({"window_full": full, "sampler_hz": landing.hz(t0, t1)})
+    steady.update({"window_full": full, "sampler_hz": landing.hz(t0, t1),
+                   "per_target_copies_per_second": landing.per_target_rates(t0, t1)})
     with_startup = _figures(ctx, prefix, TreeMeter.between(mark0, ctx.meter.at(done)), expected)
     return {
         "contender": contender, "run_id": run_id, "topic": topic, "preload": produced, "settle": settled,
@@ -289,7 +291,7 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
             raise RuntimeError("latency probe did not start")
         ctx.meter.add(f"probe:{run_id}", probe.pid)
         handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master,
-                                            delivery=ctx.delivery)
+                                            delivery=ctx.delivery, wan=ctx.wan)
         prefix = _meter(ctx, handle)
         sampled = {ctx.boot[c]: {t: ctx.partitions for t in ts} for c, ts in targets.items()}
         producer = rate_producer(ctx.boot["c1"])
