@@ -381,9 +381,9 @@ class RestartsConfig(Frozen):
         description="Failures within `window` that a link is restarted after; one more parks it as failed "
                     "until its oldest failure leaves the window. Waiting for an unreachable cluster is not a failure.",
     )
-    window: float = Field(default=600.0, gt=0, description="The window failures are counted in, in seconds.")
-    backoff: float = Field(default=2.0, gt=0, description="Seconds before the first restart; doubled after each failure.")
-    max_backoff: float = Field(default=60.0, gt=0, description="The longest wait before a restart, in seconds.")
+    window: Duration = Field(default=600.0, description="The window failures are counted in (e.g. 600, 10m).")
+    backoff: Duration = Field(default=2.0, description="The wait before the first restart; doubled after each failure.")
+    max_backoff: Duration = Field(default=60.0, description="The longest wait before a restart.")
 
 
 class DistributorConfig(Frozen):
@@ -437,10 +437,10 @@ class DistributorConfig(Frozen):
                     "overrides the cluster's `client` setting): how long a copy may wait for its target's "
                     "acknowledgement before the batch fails.",
     )
-    topic_refresh_seconds: float = Field(
-        default=10.0, gt=0,
-        description="How often, in seconds at most, a query lists its source's topics and partitions again "
-                    "(new topics and partitions are read from their start).",
+    topic_refresh_seconds: Duration = Field(
+        default=10.0,
+        description="How often at most (seconds, or a duration such as 10s) a query lists its source's "
+                    "topics and partitions again (new topics and partitions are read from their start).",
     )
     restarts: RestartsConfig = Field(default=RestartsConfig(), description="Each link's restart budget.")
     unreachable_after: Duration = Field(

@@ -57,3 +57,19 @@ def test_zero_only_where_it_means_something():
 def test_a_bad_trigger_interval_fails_at_load_naming_the_field(bad):
     with pytest.raises(ConfigError, match="distributor.trigger_interval"):
         _with(bad, "1s", "1s", "10s")
+
+
+@given(number=st.integers(min_value=1, max_value=5000), unit=st.sampled_from(sorted(UNITS)))
+def test_the_restart_budget_and_the_topic_refresh_take_the_same_forms(number, unit):
+    text, seconds = f"{number}{unit}", number * UNITS[unit]
+    d = parse_deployment({**BASE, "distributor": {
+        "topic_refresh_seconds": text, "restarts": {"window": text, "backoff": text, "max_backoff": text}}})
+    restarts = d.distributor.restarts
+    assert (restarts.window, restarts.backoff, restarts.max_backoff) == (pytest.approx(seconds),) * 3
+    assert d.distributor.topic_refresh_seconds == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("field", ["window", "backoff", "max_backoff"])
+def test_a_bad_restart_duration_fails_at_load_naming_the_field(field):
+    with pytest.raises(ConfigError, match=f"distributor.restarts.{field}"):
+        parse_deployment({**BASE, "distributor": {"restarts": {field: "soon"}}})
