@@ -129,7 +129,7 @@ def test_with_delete_on_a_topic_deleted_on_c2_is_deleted_everywhere_and_stays_de
     deployment = parse_deployment(spec)
     _admin(bootstrap, "c1").create({doomed: (2, {"retention.ms": "86400000"}), kept: (2, {})}, None)
 
-    caplog.set_level(logging.WARNING, logger="treedist.driver.app")
+    caplog.set_level(logging.WARNING, logger="treedist.driver.supervisor")
     app = DistributionApp(deployment, spark)
     app.start()
     try:
@@ -159,7 +159,7 @@ def test_with_delete_on_a_topic_deleted_on_c2_is_deleted_everywhere_and_stays_de
     assert doomed_report.expected == total
     _clean(kept_report)
     assert kept_report.expected == kept_total
-    failed = [r.getMessage() for r in caplog.records if r.name == "treedist.driver.app" and " failed (" in r.getMessage()]
+    failed = [r.getMessage() for r in caplog.records if r.name == "treedist.driver.supervisor" and " failed (" in r.getMessage()]
     restarts = {p["distributor"].rsplit("-L", 1)[0]: p["restarts"] for p in progress}  # one query per cluster, all its levels
     assert sum(restarts.values()) <= len(failed), (progress, failed)  # every restart has its logged reason
     assert not [m for m in failed if doomed in m or "topic" in m.lower()], failed  # none is the deleted topic

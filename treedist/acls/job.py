@@ -1,7 +1,7 @@
 """ACL sync as a driver-side background job (treedist.driver.jobs.Job).
 
 Runs on the driver in the Spark application of the distributors, beside topic sync, as part
-of the `topic-sync` unit (treedist.control.units): one pass every `acls.interval`. Not before
+of the `topic-sync` unit (treedist.driver.unit): one pass every `acls.interval`. Not before
 the queries start: a distributor does not need ACLs to copy, and a cluster without an
 authorizer must not fail the start.
 """

@@ -29,6 +29,7 @@ from treedist.local.demo import DemoWorkload
 from treedist.local.switch import GroupSwitch
 from treedist.local.deployment import write_local_deployment
 from treedist.driver.lifecycle import StopRequested, StopSignals
+from treedist.driver.process import DriverProcess
 from treedist.driver.preflight import check_clients, check_connections
 
 DEMO_TOPIC = "demo"
@@ -77,7 +78,7 @@ def run(
 
     exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     ops = Ops(metrics_port, ui_port, setup_logging(log_level, log_file), str(config or ""), exposed)
-    with StopSignals() as signals:
+    with DriverProcess(console.print) as process:
         if config is not None:
             deployment = load(config)
             if deployment.control is not None:
@@ -85,23 +86,22 @@ def run(
 
                 raise ControlError(f"{config}: control: this deployment runs on the control plane: start it with "
                                    f"`treedist worker -c {config}` (one or more), or remove the control section")
-            failed = _run_deployment(deployment, duration, signals, ops)
-            if failed:
-                console.print(f"[red]links over their restart budget at the end:[/] {', '.join(failed)}")
-            raise typer.Exit(signals.exit_code(clean=not failed))
-        if engine not in ENGINES:
-            raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
-        clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout, signals, ops,
-                          workers=workers, log_level="debug" if log_level == "debug" else "info", engine=engine)
-        raise typer.Exit(signals.exit_code(clean))
-
-
-def _session(deployment: Deployment):
-    from treedist.spark.hadoop_aws import session_conf  # S3A jars for an s3a:// checkpoint_location
-    from treedist.spark.session import build_session
-
-    return build_session(deployment.spark.master, deployment.spark.app_name,
-                         session_conf(deployment.checkpoint_location, deployment.spark.conf))
+            app = None  # a signal may come before it exists
+            with process.until_stopped("stopping the distributors (offsets are safe in the checkpoints) ..."):
+                app = _start_app(process, deployment, ops)
+                _show_progress(app, duration)
+            failed = app.failed() if app is not None else []
+        else:
+            if engine not in ENGINES:
+                raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
+            clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout, process.signals,
+                              ops, workers=workers, log_level="debug" if log_level == "debug" else "info", engine=engine)
+    # left the block: everything it started has stopped
+    if config is None:
+        raise typer.Exit(process.exit_code(clean))
+    if failed:
+        console.print(f"[red]links over their restart budget at the end:[/] {', '.join(failed)}")
+    raise typer.Exit(process.exit_code(clean=not failed))
 
 
 @dataclass(frozen=True)
@@ -115,29 +115,25 @@ class Ops:
     exposure: object = None  # treedist.endpoints.Exposure of metrics and the web view (None: loopback)
 
 
-def _start_app(stack: ExitStack, deployment: Deployment, signals: StopSignals, ops: Ops):
+def _start_app(process: DriverProcess, deployment: Deployment, ops: Ops):
     """Client settings checked, Spark started, distributors started; each registered on
-    `stack` so that whatever happens later (or during the start) is stopped in reverse order.
-    Spark installs its own SIGINT handler when it starts; ours is put back over it. The
-    status snapshot (treedist.ops) is refreshed by a background job; metrics and the web
-    view, when asked for, serve it."""
+    `process` (treedist.driver.process) so that whatever happens later (or during the start)
+    is stopped in reverse order. The status snapshot (treedist.ops) is refreshed by a
+    background job; metrics and the web view, when asked for, serve it."""
     from treedist.ops.serve import serve
     from treedist.ops.snapshot import RUN_TIMESTAMP_SCAN_RECORDS, StatusJob, StatusSource
-    from treedist.driver.app import DistributionApp, background_jobs
+    from treedist.driver.units import background_jobs
 
     check_clients(deployment)  # one line naming cluster and key, before any Spark output
     check_connections(deployment)  # one line naming cluster and cause (login, TLS, unreachable), ditto
-    spark = _session(deployment)
-    stack.callback(spark.stop)
-    signals.reinstall()
+    spark = process.session(deployment)
     source = StatusSource(deployment, config_path=ops.config_path, recent_errors=ops.recent_errors,
                           timestamp_scan_records=RUN_TIMESTAMP_SCAN_RECORDS)
-    app = DistributionApp(deployment, spark, jobs=[*background_jobs(deployment), StatusJob(source)])
+    app = process.application(deployment, spark, jobs=[*background_jobs(deployment), StatusJob(source)])
     source.attach(app)
-    stack.callback(app.stop)
     _announce_queries(app)
     app.start()
-    for what, url in serve(stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port, exposure=ops.exposure).items():
+    for what, url in serve(process, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port, exposure=ops.exposure).items():
         console.print(f"{what}: {url}")
     return app
 
@@ -147,29 +143,15 @@ def _announce_queries(app) -> None:
     from treedist.records.plan import plan_all
 
     total = len(plan_all(app.deployment))
-    start = app._start
-
-    def announced(plan, counters):
-        if plan.query_name not in app.running:
-            console.print(f"query {len(app.running) + 1} of {total} ({plan.query_name}) starting ...")
-        return start(plan, counters)
-
-    app._start = announced
+    app.on_query_start(lambda plan: console.print(f"query {len(app.running) + 1} of {total} ({plan.query_name}) starting ..."))
 
 
-def _run_deployment(deployment: Deployment, duration: float | None, signals: StopSignals, ops: Ops) -> list[str]:
-    """Run until --duration or a signal; the queries parked as failed at the end."""
-    app = None
-    with ExitStack() as stack:
-        try:
-            app = _start_app(stack, deployment, signals, ops)
-            with Live(console=console, refresh_per_second=2) as live:
-                for _ in _ticks(duration):
-                    app.check()
-                    live.update(_distributor_table(app.progress()))
-        except StopRequested as stop:
-            console.print(f"{stop}: stopping the distributors (offsets are safe in the checkpoints) ...")
-        return app.failed() if app is not None else []
+def _show_progress(app, duration: float | None) -> None:
+    """Supervise and show the distributors every second until --duration (or a signal)."""
+    with Live(console=console, refresh_per_second=2) as live:
+        for _ in _ticks(duration):
+            app.check()
+            live.update(_distributor_table(app.progress()))
 
 
 def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, drain_timeout: float,
@@ -303,7 +285,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
 
 
 def deployment_units(deployment: Deployment) -> list[str]:
-    from treedist.control.units import units_of
+    from treedist.driver.unit import units_of
 
     return [unit.id for unit in units_of(deployment)]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-from contextlib import ExitStack
 from pathlib import Path
 
 import typer
@@ -53,7 +52,8 @@ def worker(
     from treedist.control.view import ViewServer
     from treedist.control.worker import Worker, WorkerOptions
     from treedist.ops.logs import setup_logging
-    from treedist.driver.lifecycle import StopRequested, StopSignals, stop_with_parent
+    from treedist.driver.lifecycle import stop_with_parent
+    from treedist.driver.process import DriverProcess
 
     exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     setup_logging(log_level, log_file)
@@ -66,23 +66,19 @@ def worker(
         labels[match.group(1)] = match.group(2)
     name = name or f"{socket.gethostname()}-{os.getpid()}"
     options = WorkerOptions(name=name, labels=labels, state_dir=state_dir.resolve(), connect_timeout_s=connect_timeout)
-    with StopSignals() as signals, ExitStack() as stack:
-        node = Worker(load_spec(config), str(config), options, stopping=lambda: signals.received is not None)
-        stack.callback(node.stop)
-        try:
-            node.start()
-            signals.reinstall()  # Spark put its own SIGINT handler in place
+    with DriverProcess(console.print) as process:
+        node = Worker(load_spec(config), str(config), options, stopping=lambda: process.stopping)
+        with process.until_stopped(f"worker {name} stopping (units settle and are handed over) ..."):
+            node.start(process)
             if status_port:
                 view = ViewServer(node.view, status_port, exposure=exposed).start()
-                stack.callback(view.stop)
+                process.callback(view.stop)
                 console.print(f"worker view: {view.url}")
             if metrics_port:
                 from treedist.ops.worker_metrics import serve_worker_metrics
 
-                metrics = serve_worker_metrics(stack, node.deployment, node.app, name, metrics_port, str(config), exposed)
+                metrics = serve_worker_metrics(process, node.deployment, node.app, name, metrics_port, str(config), exposed)
                 console.print(f"metrics: {metrics.url}")
             console.print(f"worker {name} ({node.deployment_id}) running; stop with Ctrl-C or SIGTERM")
             node.run()
-        except StopRequested as stop:
-            console.print(f"{stop}: worker {name} stopping (units settle and are handed over) ...")
-    raise typer.Exit(signals.exit_code())
+    raise typer.Exit(process.exit_code())

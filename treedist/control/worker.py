@@ -10,6 +10,8 @@ Start (`start`):
 3. the metadata cache (watch + periodic resync) and the membership (lease, registration);
 4. client settings checked, then Spark started and the distribution application begun with
    no unit (`DistributionApp.begin`).
+Each part is registered on the command's `DriverProcess` (treedist.driver.process) as it
+starts, so that a failure half-way stops what started.
 
 Loop (`step`, every `tick_s` and whenever the cache changes):
 
@@ -26,8 +28,9 @@ Loop (`step`, every `tick_s` and whenever the cache changes):
 etcd being unreachable skips steps 2-4 (one condensed line per outage); the units keep
 running, the data path does not need etcd, until the lease would have expired (fencing).
 
-Stop (`stop`): every unit stopped (batches settle) and released, leadership resigned (a
-successor takes over at once), the lease revoked, the application and Spark stopped.
+Stop (the `DriverProcess` unwinding): every unit stopped (batches settle) and released,
+leadership resigned (a successor takes over at once), the lease revoked, the metadata cache
+stopped, the application and Spark stopped, the etcd client closed.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from treedist.config import Deployment, parse_deployment
 from treedist.config.errors import ConfigError
@@ -54,6 +57,10 @@ from treedist.control.manager import LoadManager
 from treedist.control.membership import Membership
 from treedist.control.procstat import CpuMeter
 from treedist.control.runner import UnitRunner
+from treedist.driver.unit import Unit
+
+if TYPE_CHECKING:
+    from treedist.driver.process import DriverProcess
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +77,6 @@ class WorkerOptions:
 
 class Worker:
     def __init__(self, spec: Mapping[str, Any], file_name: str, options: WorkerOptions,
-                 spark_factory: Callable[[Deployment], Any] | None = None,
                  stopping: Callable[[], bool] = lambda: False) -> None:
         file_deployment = parse_deployment(dict(spec), source=file_name)
         if file_deployment.control is None:
@@ -85,7 +91,6 @@ class Worker:
         self._references = local_rule(self.file_spec, self.control.allowed_references)
         self.keys = Keys(self.control.prefix)
         self.client = etcd_client(self.control, file_name, timeout_s=5.0, attempts=1)
-        self._spark_factory = spark_factory or _default_session
         self._stopping = stopping
         self._wake = threading.Event()
         self.deployment: Deployment = file_deployment
@@ -107,7 +112,13 @@ class Worker:
 
     # -- start ------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, process: "DriverProcess") -> None:
+        """Steps 1-4; each part registered on `process` to stop in reverse order."""
+        process.callback(self.client.close)
+        # Spark and the application stop after the etcd session's parts: the units are handed
+        # over and leadership and lease given back first (a successor takes over at once),
+        # Spark's stop (seconds) after. Their place in the stop order is taken here.
+        application_parts = process.reserve()
         self._connect()  # step 1
         self.deployment_id = ensure_deployment_id(self.client, self.control.prefix)  # step 2
         stored, seeded = live.seed(self.client, self.keys, self.file_spec)
@@ -119,6 +130,7 @@ class Worker:
         self.deployment = live.parse(stored, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf,
                                      allowed=self._references)
         self.cache = MetadataCache(self.client, self.control.prefix, self.deployment.control.resync_interval).start()  # step 3
+        process.callback(self.cache.stop)
         self.cache.on_change(self._wake.set)
         if not self.cache.wait_loaded(30):
             raise ControlError(f"etcd at {', '.join(self.control.etcd)} answered but its keys could not be read in 30 s")
@@ -127,17 +139,20 @@ class Worker:
         self.membership = Membership(self.client, self.keys, self.options.name, self.options.labels,
                                      self.deployment.control.lease_ttl)
         self.membership.join()
+        process.callback(self.membership.leave)
         self.election = Election(self.client, self.keys, self.options.name, self.cache, self.membership.valid)
+        process.callback(self.election.resign)
         self.manager = LoadManager(self.keys, self.cache, self.election)
         from treedist.driver.preflight import check_clients
-        from treedist.driver.app import DistributionApp
 
         check_clients(self.deployment)  # step 4
-        self.spark = self._spark_factory(self._session_deployment())
-        self.app = DistributionApp(self.deployment, self.spark, jobs=[], live_dir=self.options.state_dir / "live")
+        self.spark = process.session(self._session_deployment(), stack=application_parts)
+        self.app = process.application(self.deployment, self.spark, jobs=[], live_dir=self.options.state_dir / "live",
+                                       stack=application_parts)
         self.app.begin()
         self.runner = UnitRunner(self.client, self.keys, self.options.name, self.cache, self.app,
                                  lease=lambda: self.membership.lease_id, lease_valid=self.membership.valid)
+        process.callback(self._stop_units)
 
     def _session_deployment(self) -> Deployment:
         """What this worker's Spark session is built from: the live deployment with the local
@@ -251,8 +266,8 @@ class Worker:
         for unit in self.app.units():
             entry: dict[str, Any] = {"since": self.runner.started.get(unit) if self.runner else None,
                                      "records_per_s": 0.0, "bytes_per_s": 0.0, "lag_records": None, "state": "running"}
-            kind, _, cluster = unit.partition("/")
-            run = self.app.running.get(f"{cluster}-messages") if kind == "messages" else None
+            parsed = Unit.parse(unit)
+            run = self.app.running.get(parsed.query_name) if parsed.kind == "messages" else None
             if run is not None:
                 counts = run.counters.snapshot()
                 first = counts[run.plan.levels[0].name]
@@ -284,23 +299,11 @@ class Worker:
 
     # -- stop -------------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        if self.runner is not None:
-            try:
-                self.runner.stop_all(settle_s=10.0, release=self.membership.valid())
-            except ControlError as err:
-                log.warning("releasing units: %s (their claims go with the lease)", err)
-        if self.election is not None:
-            self.election.resign()
-        if self.membership is not None:
-            self.membership.leave()
-        if self.cache is not None:
-            self.cache.stop()
-        if self.app is not None:
-            self.app.stop()
-        if self.spark is not None:
-            self.spark.stop()
-        self.client.close()
+    def _stop_units(self) -> None:
+        try:
+            self.runner.stop_all(settle_s=10.0, release=self.membership.valid())
+        except ControlError as err:
+            log.warning("releasing units: %s (their claims go with the lease)", err)
 
 
 def query_lag(query) -> int | None:
@@ -327,14 +330,6 @@ def query_lag(query) -> int | None:
         start = end.window_start(tp)
         lag += max(0, offset - (start if start is not None else offset))
     return lag
-
-
-def _default_session(deployment: Deployment):
-    from treedist.spark.hadoop_aws import session_conf  # S3A jars for an s3a:// checkpoint_location
-    from treedist.spark.session import build_session
-
-    return build_session(deployment.spark.master, deployment.spark.app_name,
-                         session_conf(deployment.checkpoint_location, deployment.spark.conf))
 
 
 def _first_line(err: object) -> str:

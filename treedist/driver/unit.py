@@ -1,4 +1,9 @@
-"""The units of a deployment: what the control plane assigns to workers (pure).
+"""A unit: what the control plane assigns to a worker and the driver starts (pure; runs in the
+driver process, the leader's and the workers' alike).
+
+The one `Unit` type of treedist: treedist.control decides which worker runs each unit of
+`units_of(deployment)`, treedist.driver.units starts and stops them. It lives below both
+(the control plane imports the driver, never the other way).
 
 - `messages/<cluster>`: the record distributors of one source cluster (its one query);
 - `offsets/<cluster>`: its offset distributor (when `offsets.enabled`);
@@ -6,6 +11,7 @@
   `acls.sync`): the deployment's metadata sync, one unit;
 - `schemas/<primary>`: the schema distributor (with a `schemas` section).
 A unit with a source cluster prefers workers carrying that cluster's labels (affinity).
+Unit ids contain at most one `/` (etcd keys rely on it, treedist.control.keys).
 """
 
 from __future__ import annotations
@@ -25,14 +31,35 @@ class Unit:
     kind: Kind
     cluster: str | None
 
+    @classmethod
+    def parse(cls, unit_id: str) -> "Unit":
+        """The unit of an id (`messages/c1`, `topic-sync`); the kind is not checked here: the
+        driver refuses a unit its deployment does not have when asked to start it."""
+        kind, _, cluster = unit_id.partition("/")
+        return cls(unit_id, kind, cluster or None)  # type: ignore[arg-type]
+
+    @classmethod
+    def of(cls, kind: Kind, cluster: str | None = None) -> "Unit":
+        return cls(f"{kind}/{cluster}" if cluster is not None else kind, kind, cluster)
+
+    @property
+    def query_name(self) -> str:
+        """A messages unit's streaming query (`<cluster>-messages`)."""
+        return f"{self.cluster}-messages"
+
+    @property
+    def job_name(self) -> str:
+        """An offsets unit's background job (`offsets-<cluster>`)."""
+        return f"offsets-{self.cluster}"
+
 
 def units_of(deployment: "Deployment") -> tuple[Unit, ...]:
     topology = deployment.topology()
-    units = [Unit(f"messages/{c}", "messages", c) for c in topology.clusters if topology.distributors[c]]
+    units = [Unit.of("messages", c) for c in topology.clusters if topology.distributors[c]]
     if deployment.offsets.enabled:
-        units += [Unit(f"offsets/{c}", "offsets", c) for c in topology.clusters if topology.distributors[c]]
+        units += [Unit.of("offsets", c) for c in topology.clusters if topology.distributors[c]]
     if deployment.topics.sync.enabled or deployment.acls.sync:
-        units.append(Unit("topic-sync", "topic-sync", None))
+        units.append(Unit.of("topic-sync"))
     if deployment.schemas is not None:
-        units.append(Unit(f"schemas/{deployment.schemas.primary}", "schemas", deployment.schemas.primary))
+        units.append(Unit.of("schemas", deployment.schemas.primary))
     return tuple(units)

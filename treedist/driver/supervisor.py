@@ -1,0 +1,178 @@
+"""Supervision with failover: the pass `DistributionApp.check()` runs (runs on the driver).
+
+Each pass, over the queries of `Units` (rules in treedist.driver.supervision):
+1. target failover and failback (`targets.failover`): the target table moves a distributor
+   whose target does not answer; its query restarts on the table's targets;
+2. a query whose source or target has not answered the health probes for
+   `distributor.unreachable_after` is stopped and waits (not a failure);
+3. a query that failed while one of its clusters does not answer, or a target lacks a topic,
+   is *waiting* (probed with growing intervals, restarted as soon as it answers); any other
+   failure is restarted from the checkpoint with backoff within a restart budget per link
+   and time window (`distributor.restarts`), and past it the link is parked as *failed* and
+   tried again when the window frees.
+One link never stops another, and the application never exits because of one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from treedist.driver.health import ClusterHealth
+from treedist.driver.supervision import LinkState, error_summary
+from treedist.driver.units import RunningQuery, Units
+from treedist.errors import first_line
+from treedist.topology.failover import choose_target
+
+log = logging.getLogger(__name__)
+
+
+class Supervisor:
+    """Supervises the queries of `units` from the probes of `health` (driver)."""
+
+    def __init__(self, units: Units, health: ClusterHealth):
+        self.units = units
+        self.health = health
+
+    def check(self) -> None:
+        """Supervise every link: note running ones, put failed ones into waiting, backoff or
+        failed, probe waiting ones, restart those that are due. Never raises for a link."""
+        if self.units.schemas is not None:
+            self.units.schemas.check()
+        now = time.monotonic()
+        self._fail_over()
+        self._wait_for_unreachable(now)
+        for name, run in self.units.running.items():
+            sup = run.supervision
+            if run.query.isActive:
+                if sup.state is not LinkState.RUNNING and run.query.lastProgress is not None:
+                    if sup.waiting_since is not None or sup.failures:
+                        log.info("query %s (%s) is running again", name, run.names)
+                    sup.on_running()
+                continue
+            if sup.state in (LinkState.STARTING, LinkState.RUNNING):
+                error = run.query.exception()
+                if error is None:
+                    sup.state = LinkState.STOPPED  # stopped on purpose
+                    continue
+                self._failed(name, run, now, error_summary(error))
+            elif sup.probe_due(now):
+                if sup.on_probe(now, set().union(*self._blockers(run))):
+                    log.info("%s: there again; restarting query %s (%s) from its checkpoint",
+                             ", ".join(sup.waiting_on), name, run.names)
+                    self.units.restart(run)
+            elif sup.restart_due(now):
+                self.units.restart(run)
+
+    def _failed(self, name: str, run: RunningQuery, now: float, error: str) -> None:
+        sup, policy = run.supervision, self.units.policy
+        unreachable, missing = self._blockers(run)
+        state = sup.on_failure(now, error, unreachable or missing)
+        if state is LinkState.WAITING and unreachable:
+            log.warning("query %s (%s) stopped: cluster%s %s unreachable; waiting for %s, next probe in %.0f s "
+                        "(not counted as a failure)", name, run.names, "s" if len(unreachable) > 1 else "",
+                        ", ".join(sup.waiting_on), "them" if len(unreachable) > 1 else "it", sup.probe_interval_s)
+        elif state is LinkState.WAITING:
+            log.warning("query %s (%s) stopped: target topic%s %s missing (%s); waiting until %s, next look in "
+                        "%.0f s (not counted as a failure; topic sync creates missing topics when enabled)",
+                        name, run.names, "s" if len(missing) > 1 else "", ", ".join(sup.waiting_on), error,
+                        "they exist" if len(missing) > 1 else "it exists", sup.probe_interval_s)
+        elif state is LinkState.BACKOFF:
+            log.warning("query %s (%s) failed (%s); %d of %d failures allowed in %.0f s; restarting from its "
+                        "checkpoint in %.0f s", name, run.names, error, sup.failures_in_window(now),
+                        policy.max_failures, policy.window_s, sup.next_action_at - now)
+        else:
+            log.error("query %s (%s) failed %d times within %.0f s, over its restart budget; parked as failed, "
+                      "tried again in %.0f s; every other link goes on. Last error: %s", name, run.names,
+                      sup.failures_in_window(now), policy.window_s, sup.next_action_at - now, error)
+
+    def _wait_for_unreachable(self, now: float) -> None:
+        """Stop a running query whose source or target has not answered the health probes for
+        `distributor.unreachable_after` seconds, and let it wait (not a failure). Without
+        this, a query notices a lost target only when a delivery times out
+        (`delivery_timeout_ms`, 2 minutes by default) and a lost source when a read does.
+        The batch in flight is not committed: it is copied again after the restart."""
+        limit = self.units.deployment.distributor.unreachable_after
+        for name, run in self.units.running.items():
+            if run.supervision.state not in (LinkState.STARTING, LinkState.RUNNING) or not run.query.isActive:
+                continue
+            down = {c for c in run.clusters if self.health.down_for(c) >= limit}
+            if not down:
+                continue
+            try:
+                run.query.stop()
+            except Exception as err:  # it may have ended on its own meanwhile; it waits either way
+                log.warning("stopping %s: %s", name, first_line(err))
+            error = f"cluster{'s' if len(down) > 1 else ''} {', '.join(sorted(down))} not answering for {limit:.0f} s"
+            run.supervision.on_failure(now, error, down)
+            log.warning("query %s (%s) stopped: %s; waiting (not counted as a failure), next probe in %.0f s",
+                        name, run.names, error, run.supervision.probe_interval_s)
+
+    def _fail_over(self) -> None:
+        """Target failover (`targets.failover`): move each distributor whose target leaf has not
+        answered for `after` seconds to another leaf of its sibling subtree that answers, and
+        back when `targets.failback` says so (treedist.topology.failover), in the target
+        table. A link with a switch is restarted from its checkpoint on the table's targets:
+        the batch in flight to the lost target was not committed, so it is copied again, to
+        the new one (at most one batch repeated, nothing lost). The offset jobs read the same
+        table: their next pass sends the group commits to the new target.
+
+        Decided for every source cluster whose query or offset job runs here: a control-plane
+        worker may run a cluster's offsets unit without its messages unit, and decides its
+        failover from its own probes of the same clusters (the table is per driver)."""
+        settings = self.units.deployment.target_failover
+        if settings.failover is None:
+            return
+        targets = self.units.targets
+        failback = settings.failback.after if settings.failback is not None else None
+        queries = {run.plan.cluster: (name, run) for name, run in self.units.running.items()}
+        offsets_here = {job.name.removeprefix("offsets-") for job in self.units.scheduler.jobs
+                        if job.name.startswith("offsets-")}
+        for cluster in sorted(set(queries) | offsets_here):
+            name, run = queries.get(cluster, (None, None))
+            if run is not None and run.supervision.state is LinkState.STOPPED:
+                continue
+            changed = []
+            for level, current in targets.of(cluster).items():
+                target = choose_target(
+                    source=cluster, current=current, configured=targets.configured(cluster, level),
+                    subtree=targets.subtree(cluster, level), down_for=self.health.down_for,
+                    up_for=self.health.up_for, after=settings.failover.after, failback_after=failback,
+                )
+                if target != current:
+                    changed.append(targets.switch(cluster, level, target, time.time()))
+            for switch in changed:
+                back = switch.kind == "failback"
+                log.warning("distributor %s: %s from %s to %s (%s)", switch.distributor,
+                            "failing back" if back else "failing over", switch.source, switch.to,
+                            f"{switch.source} has not answered for {self.health.down_for(switch.source):.0f} s"
+                            if not back else f"{switch.to} has answered for {self.health.up_for(switch.to):.0f} s")
+            if not changed or run is None:
+                continue
+            if run.query.isActive:
+                try:
+                    run.query.stop()  # the batch in flight to a lost target is not committed: replayed to the new one
+                except Exception as err:  # the query may end on its own meanwhile; the restart below is what matters
+                    log.warning("stopping %s to switch targets: %s", name, first_line(err))
+            run.supervision.on_switch()
+            run.query = self.units.start_query(run.plan, run.counters)
+
+    def _blockers(self, run: RunningQuery) -> tuple[set[str], set[str]]:
+        """What keeps a link from running, from one metadata request per cluster it uses
+        (recorded in the health monitor too, so its view is fresh when the link restarts):
+        its clusters that do not answer, and, when all of them answer, the target topics it
+        lacks (`cluster/topic`: deleted there, say), for every topic its source distributes.
+        Both empty: restart it."""
+        topics = {cluster: self.health.topics(cluster) for cluster in sorted(run.clusters)}
+        unreachable = {cluster for cluster, names in topics.items() if names is None}
+        if unreachable:
+            return unreachable, set()
+        plan = run.plan
+        selected = sorted(t for t in topics[plan.cluster] if plan.selects(t))
+        missing = set()
+        for target in sorted(set(run.current.values())):
+            for topic in selected:
+                name = plan.naming.translate(plan.cluster, topic, target)
+                if name is not None and name not in topics[target]:
+                    missing.add(f"{target}/{name}")
+        return unreachable, missing
