@@ -82,11 +82,10 @@ def group_positions(client_config: Mapping[str, object], group: str, topic: str,
     the cluster of `client_config` (librdkafka settings, `bootstrap.servers` at least).
     Partitions the group never committed are absent. Raises confluent_kafka's KafkaException
     when the cluster does not answer within `timeout_s`."""
-    from confluent_kafka.admin import AdminClient
-
+    from treedist.kafka import clients
     from treedist.kafka.admin import group_committed  # describes the group first (librdkafka#5040)
 
-    admin = AdminClient(dict(client_config))
+    admin = clients.admin(client_config)
     found: dict[int, GroupPosition] = {}
     for tp in group_committed(admin, group, timeout_s).topic_partitions or []:
         if tp.topic != topic or tp.offset < 0:

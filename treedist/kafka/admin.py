@@ -12,13 +12,13 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewPartitions, NewTopic
 
 from treedist.kafka.errors import ClusterUnreachable, KafkaLayerError, TopicMissing
-from treedist.kafka.logs import client_logger
+from treedist.kafka import clients
 from treedist.kafka.retry import with_retries
 
 
 def admin_client(client_config: Mapping[str, object]) -> AdminClient:
-    # librdkafka's logs through Python logging, condensed (treedist.kafka.logs)
-    return AdminClient({"logger": client_logger(), **client_config})
+    """An AdminClient of the cluster of `client_config` (`treedist.kafka.clients.admin`)."""
+    return clients.admin(client_config)
 
 
 def metadata(cluster: str, admin: AdminClient, attempts: int = 5, timeout: float = 5.0) -> ClusterMetadata:

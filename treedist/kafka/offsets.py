@@ -9,13 +9,14 @@ cluster (or its bootstrap servers when no name is given).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Callable, Iterable, Literal, Mapping, NamedTuple
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from treedist.kafka import clients
 from treedist.kafka.errors import ClusterUnreachable
-from treedist.kafka.logs import client_logger
 from treedist.kafka.retry import with_retries
 
 log = logging.getLogger(__name__)
@@ -34,12 +35,6 @@ _STALE_LEADER = (KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH
                  KafkaError.LEADER_NOT_AVAILABLE)
 # The refresh is best effort and bounded: the broker answered a moment ago.
 _REFRESH_TIMEOUT_S = 5.0
-# Consumer-only settings an AdminClient would warn about.
-_CONSUMER_ONLY = {
-    "group.id", "group.instance.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
-    "enable.partition.eof", "fetch.max.bytes", "max.partition.fetch.bytes", "queued.max.messages.kbytes",
-    "queued.min.messages", "fetch.wait.max.ms", "isolation.level", "fetch.min.bytes", "session.timeout.ms",
-}
 
 
 class TopicPartitionKey(NamedTuple):
@@ -69,22 +64,23 @@ class OffsetReader:
     """Reads one cluster's partitions and offsets (driver; not thread-safe across close())."""
 
     def __init__(self, client_config: Mapping[str, object], *, cluster: str | None = None, timeout_s: float = 30.0,
-                 read_committed: bool | None = None) -> None:
+                 read_committed: bool | None = None, admin: AdminClient | None = None, attempts: int = 5,
+                 first_backoff_s: float = 0.1, max_backoff_s: float = 2.0) -> None:
         self.where = f"cluster {cluster!r}" if cluster else str(client_config.get("bootstrap.servers"))
         self._timeout_s = timeout_s
         self._no_topic_ids = False  # set once the cluster answered that it has no topic IDs
         if read_committed is None:  # as the cluster's consumers read: read_committed unless told otherwise
             read_committed = str(client_config.get("isolation.level", "read_committed")) == "read_committed"
         self._isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-        # librdkafka's logs through Python logging, condensed (treedist.kafka.logs)
-        self._admin = AdminClient({"logger": client_logger(),
-                                   **{k: v for k, v in client_config.items() if k not in _CONSUMER_ONLY}})
+        # `admin`: a caller's own AdminClient of the same cluster (GroupClient), not one more
+        self._admin = admin if admin is not None else clients.admin(client_config)
+        self._retry = {"attempts": attempts, "first_backoff_s": first_backoff_s, "max_backoff_s": max_backoff_s}
 
     def partitions(self, select: Callable[[str], bool]) -> list[TopicPartitionKey]:
         """All partitions of the topics `select` accepts, sorted. A topic whose metadata
         carries an error (being created, say) is left out this time."""
         md = with_retries(lambda: self._admin.list_topics(timeout=self._timeout_s),
-                          what=f"listing topics on {self.where} failed", error=ClusterUnreachable)
+                          what=f"listing topics on {self.where} failed", error=ClusterUnreachable, **self._retry)
         found: list[TopicPartitionKey] = []
         for name, topic in md.topics.items():
             if not select(name):
@@ -95,21 +91,41 @@ class OffsetReader:
             found.extend(TopicPartitionKey(name, p) for p in topic.partitions)
         return sorted(found)
 
+    def topics(self) -> dict[str, int]:
+        """Topic -> partition count, of every topic whose metadata carries no error."""
+        return dict(Counter(tp.topic for tp in self.partitions(lambda _: True)))
+
     def offsets(self, tps: Iterable[TopicPartitionKey], which: Literal["earliest", "latest"]) -> dict[TopicPartitionKey, int]:
         """Earliest or latest offset (the last stable offset under read_committed) of each
         partition, in one request. A partition whose topic no longer exists is left out."""
-        wanted = sorted(set(tps))
+        spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
+        found = self._list({TopicPartitionKey(*tp): spec for tp in tps}, f"{which} offsets")
+        for tp, offset in found.items():
+            if offset < 0:
+                raise ClusterUnreachable(f"no {which} offset for {tp} on {self.where}")
+        return found
+
+    def offsets_for_times(self, wanted: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int | None]:
+        """The offset of the first batch whose timestamp is at or after the given ms, per
+        partition (ListOffsets by timestamp, in one request); None when no batch is that
+        recent. A partition whose topic no longer exists is left out."""
+        found = self._list({TopicPartitionKey(*tp): OffsetSpec.for_timestamp(ts) for tp, ts in wanted.items()},
+                           "offsets for times")
+        return {tp: (offset if offset >= 0 else None) for tp, offset in found.items()}
+
+    def _list(self, specs: Mapping[TopicPartitionKey, OffsetSpec], what: str) -> dict[TopicPartitionKey, int]:
+        """One ListOffsets request, retried; partitions that are gone are left out."""
+        wanted = sorted(specs)
         if not wanted:
             return {}
-        spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
 
         def call() -> dict[TopicPartitionKey, int]:
-            futures = self._admin.list_offsets({TopicPartition(tp.topic, tp.partition): spec for tp in wanted},
+            futures = self._admin.list_offsets({TopicPartition(tp.topic, tp.partition): specs[tp] for tp in wanted},
                                                isolation_level=self._isolation, request_timeout=self._timeout_s)
             out = {}
             for tp, future in futures.items():
                 try:
-                    offset = future.result().offset
+                    offset = future.result(timeout=self._timeout_s).offset
                 except KafkaException as exc:
                     code = _code(exc)
                     if code in _GONE:
@@ -118,13 +134,11 @@ class OffsetReader:
                     if code in _STALE_LEADER:
                         self._refresh_metadata()  # so that the retry asks the leader of now
                     raise
-                if offset < 0:
-                    raise KafkaException(f"no {which} offset for {tp.topic}[{tp.partition}]")
                 out[TopicPartitionKey(tp.topic, tp.partition)] = offset
             return out
 
-        return with_retries(call, what=f"reading {which} offsets of {len(wanted)} partitions on {self.where} failed",
-                            error=ClusterUnreachable)
+        return with_retries(call, what=f"reading {what} of {len(wanted)} partitions on {self.where} failed",
+                            error=ClusterUnreachable, **self._retry)
 
     def _refresh_metadata(self) -> None:
         """Fetch the cluster's metadata, which replaces the cached leaders and leader epochs
@@ -165,7 +179,8 @@ class OffsetReader:
                     ids[name] = topic_id
             return TopicIds(ids, gone)
 
-        return with_retries(call, what=f"describing {len(wanted)} topics on {self.where} failed", error=ClusterUnreachable)
+        return with_retries(call, what=f"describing {len(wanted)} topics on {self.where} failed", error=ClusterUnreachable,
+                            **self._retry)
 
     def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """partition -> (low, high) of `topic`; empty when the topic does not exist."""

@@ -16,7 +16,6 @@ from typing import Callable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
@@ -25,9 +24,9 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
+from treedist.kafka import clients
 from treedist.kafka.admin import metadata
 from treedist.kafka.errors import KafkaLayerError
-from treedist.kafka.logs import client_logger
 
 BROKER_DEFAULT_REPLICATION = -1  # CreateTopics: let the broker choose (default.replication.factor)
 
@@ -60,7 +59,7 @@ class TopicAdmin:
     def __init__(self, cluster: str, client_config: Mapping[str, object], calls: AdminCalls | None = None,
                  attempts: int = 4, timeout_s: float = 10.0) -> None:
         self.cluster = cluster
-        self.admin = AdminClient({"logger": client_logger(), **dict(client_config)})
+        self.admin = clients.admin(client_config)
         self.calls = calls if calls is not None else AdminCalls()
         self.attempts = attempts
         self.timeout_s = timeout_s

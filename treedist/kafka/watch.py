@@ -11,13 +11,13 @@ import logging
 import time
 from typing import Mapping
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from treedist.kafka import clients
 from treedist.kafka.admin import metadata
 from treedist.kafka.errors import ClusterUnreachable
 from treedist.kafka.offsets import TopicPartitionKey
-from treedist.kafka.logs import client_logger
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,8 @@ def timestamps_at(client_config: Mapping[str, object], positions: Mapping[TopicP
     if not positions:
         return {}
     conf = {k: v for k, v in client_config.items() if k not in ("group.id", "enable.auto.commit")}
-    consumer = Consumer({"logger": client_logger(), **conf, "group.id": "treedist-status", "enable.auto.commit": False,
-                         "enable.auto.offset.store": False, "enable.partition.eof": False})
+    consumer = clients.consumer(conf, **{"group.id": "treedist-status", "enable.auto.commit": False,
+                                         "enable.auto.offset.store": False, "enable.partition.eof": False})
     try:
         consumer.assign([TopicPartition(tp.topic, tp.partition, offset) for tp, offset in positions.items()])
         found: dict[TopicPartitionKey, int] = {}

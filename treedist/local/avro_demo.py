@@ -16,16 +16,16 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from treedist.config import Deployment
+from treedist.kafka import clients
 from treedist.kafka.offsets import OffsetReader
 from treedist.local.launcher import free_port
 from treedist.registry.serve import RegistryServer, role_of, store_for
-from treedist.kafka.logs import client_logger
 
 DEMO_SCHEMA = json.dumps({
     "type": "record", "name": "DemoEvent", "namespace": "treedist.demo",
@@ -80,8 +80,8 @@ def decode_check(deployment: Deployment, topic: str, timeout_s: float = 60.0) ->
         ends = OffsetReader(conf, cluster=cluster, timeout_s=10.0).watermarks(physical)
         decode = AvroDeserializer(SchemaRegistryClient({"url": url}))
         ctx = SerializationContext(physical, MessageField.VALUE)
-        consumer = Consumer({"logger": client_logger(), **conf, "group.id": f"treedist-demo-decode-{uuid.uuid4().hex}",
-                             "enable.auto.commit": False})
+        consumer = clients.consumer(conf, **{"group.id": f"treedist-demo-decode-{uuid.uuid4().hex}",
+                                             "enable.auto.commit": False})
         consumer.assign([TopicPartition(physical, p, low) for p, (low, high) in ends.items() if high > low])
         left = {p: high for p, (low, high) in ends.items() if high > low}
         records = failures = 0

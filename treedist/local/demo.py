@@ -16,7 +16,7 @@ from typing import Callable, Mapping
 
 from confluent_kafka import KafkaError, Producer
 
-from treedist.kafka.logs import client_logger
+from treedist.kafka import clients as kafka_clients
 from treedist.local.errors import LocalClusterError
 
 
@@ -29,7 +29,7 @@ class DemoWorkload:
         self.keys = keys
         self.random = random.Random(seed)
         self.producers = {
-            name: Producer({**conf, "enable.idempotence": True, "acks": "all", "linger.ms": 5, "logger": client_logger()})
+            name: kafka_clients.producer(conf, **{"enable.idempotence": True, "acks": "all", "linger.ms": 5})
             for name, conf in clients.items()
         }
         self.delivered: Counter[str] = Counter()

@@ -130,7 +130,7 @@ def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict |
     """Poll until the broker answers a metadata request listing a broker (a KRaft node answers
     before it is unfenced, with none); raise naming the cluster if not. `client`: librdkafka
     settings to reach a secured listener."""
-    from confluent_kafka.admin import AdminClient
+    from treedist.kafka import clients
 
     # Generous: a JVM node listens after ~5 s on an idle machine but took over 90 s on the shared
     # 2-core test machine (load average ~60) when restarted mid-test.
@@ -146,7 +146,7 @@ def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict |
         time.sleep(0.1)
     # log_level 0: the readiness client must not print librdkafka lines (refused connections
     # while the JVM starts, or after the broker stops while this client is still referenced).
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 1000, "log_level": 0, **(client or {})})
+    admin = clients.admin({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 1000, "log_level": 0, **(client or {})})
     last: Exception | None = None
     while time.monotonic() < deadline:
         if not pid_alive(broker.pid):

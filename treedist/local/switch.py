@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from confluent_kafka import Consumer, KafkaException
-from confluent_kafka.admin import AdminClient
 
+from treedist.kafka import clients as kafka_clients
 from treedist.kafka.admin import group_committed
-from treedist.kafka.offsets import _CONSUMER_ONLY
 from treedist.topology.offsets import MetadataKind, parse_commit_metadata
-from treedist.kafka.logs import client_logger
 
 
 @dataclass(frozen=True)
@@ -78,8 +76,8 @@ class GroupSwitch:
                             translated_after_s=self.translated_after_s)
 
     def _consumer(self, cluster: str) -> Consumer:
-        consumer = Consumer({"logger": client_logger(), **self.clients[cluster], "group.id": self.group, "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest"})
+        consumer = kafka_clients.consumer(self.clients[cluster], **{"group.id": self.group, "enable.auto.commit": False,
+                                                                    "auto.offset.reset": "earliest"})
         consumer.subscribe([self.topic])
         return consumer
 
@@ -119,8 +117,7 @@ class GroupSwitch:
         last record consumed there minus the margin (timestamp mode), so it is compared with the
         timestamp this consumer read. Not with wall clocks: treedist may translate a commit
         before the synchronous commit call returns here."""
-        conf = {k: v for k, v in self.clients[self.second].items() if k not in _CONSUMER_ONLY}
-        admin = AdminClient({"logger": client_logger(), **conf})
+        admin = kafka_clients.admin(self.clients[self.second])
         deadline = time.monotonic() + self.translation_timeout_s
         started = time.monotonic()
         while time.monotonic() < deadline:

@@ -1,7 +1,9 @@
 """One cluster's consumer groups through the Admin API, and record timestamps (driver side).
 
 `GroupClient` wraps one AdminClient and one assign-only Consumer (never joins a group; its
-`treedist-offsets-*` group id is one of treedist's own, never distributed). Every broker call
+`treedist-offsets-*` group id is one of treedist's own, never distributed), both built by
+`treedist.kafka.clients`; topics and offsets are read through `treedist.kafka.offsets`
+(OffsetReader, over the same AdminClient), ranges of records through `treedist.kafka.ranges`. Every broker call
 is bounded by `timeout_s` and retried with `treedist.kafka.retry.with_retries`; after the
 last attempt it raises `ClusterUnreachable` naming the cluster, and the group or topic where
 there is one. A group coordinator that is busy (Apache Kafka's answers while it loads its
@@ -18,15 +20,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Consumer, Message
-from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from treedist.kafka import clients, ranges
 from treedist.kafka.admin import groups_committed
 from treedist.kafka.errors import ClusterUnreachable
-from treedist.kafka.offsets import _CONSUMER_ONLY
+from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
 from treedist.kafka.retry import with_retries
-from treedist.kafka.logs import client_logger
 
 log = logging.getLogger(__name__)
 TP = tuple[str, int]  # (physical topic, partition)
@@ -61,7 +62,12 @@ class GroupClient:
         self._conf = dict(client_config)
         self._timeout_s = timeout_s
         self._attempts = attempts
-        self._admin = AdminClient({"logger": client_logger(), **{k: v for k, v in self._conf.items() if k not in _CONSUMER_ONLY}})
+        self._admin = clients.admin(self._conf)
+        # read_committed: an end is the last stable offset, never past the records of a
+        # transaction still open (exactly_once copies in flight); a group placed at the end
+        # must not lie past records that become readable when it commits
+        self._offsets = OffsetReader(self._conf, cluster=cluster, timeout_s=timeout_s, read_committed=True,
+                                     admin=self._admin, attempts=attempts, first_backoff_s=0.5, max_backoff_s=4.0)
         self._consumer: Consumer | None = None
 
     def _retry(self, call, what: str):
@@ -105,12 +111,24 @@ class GroupClient:
         return self._retry(call, f"describing groups {groups[:3]}{'...' if len(groups) > 3 else ''}")
 
     def topics(self) -> dict[str, int]:
-        """physical topic -> partition count."""
-        md = self._retry(lambda: self._admin.list_topics(timeout=self._timeout_s), "listing topics")
-        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+        """physical topic -> partition count (`treedist.kafka.offsets.OffsetReader`)."""
+        return self._offsets.topics()
 
     def ends(self, tps: Iterable[TP]) -> dict[TP, int]:
-        return self._list_offsets({tp: OffsetSpec.latest() for tp in set(tps)}, "end offsets")
+        wanted = [TopicPartitionKey(*tp) for tp in tps]
+        return self._every(self._offsets.offsets(wanted, "latest"), wanted, "end offsets")
+
+    def low(self, tps: Iterable[TP]) -> dict[TP, int]:
+        wanted = [TopicPartitionKey(*tp) for tp in tps]
+        return self._every(self._offsets.offsets(wanted, "earliest"), wanted, "start offsets")
+
+    def _every(self, found: Mapping, tps: Iterable, what: str) -> dict:
+        """`found`, unless a partition asked for is gone (a topic deleted during the pass): then
+        ClusterUnreachable naming it, and the pass is tried again later."""
+        gone = sorted(set(tps) - set(found))
+        if gone:
+            raise ClusterUnreachable(f"cluster {self.cluster!r}: reading {what}: {gone[:3]} no longer exist")
+        return {(tp[0], tp[1]): offset for tp, offset in found.items()}
 
     def for_times(self, wanted: Mapping[TP, int]) -> dict[TP, int | None]:
         """tp -> offset of the first record whose timestamp is >= the given ms; None when no
@@ -128,8 +146,8 @@ class GroupClient:
         or when the read makes no progress, the answer of step 1 stands: repeats, never a skip.
         Step 2 is skipped without `read_past_markers` (at_least_once deployments: their
         copies carry no markers, and it costs a fetch per partition)."""
-        found = self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in wanted.items()}, "offsets for times")
-        answer = {tp: (off if off >= 0 else None) for tp, off in found.items()}
+        found = self._offsets.offsets_for_times({TopicPartitionKey(*tp): ts for tp, ts in wanted.items()})
+        answer = self._every(found, wanted, "offsets for times")
         if not self._read_past_markers:
             return answer
         return self._first_at_or_after(answer, wanted)
@@ -176,20 +194,6 @@ class GroupClient:
             log.info("cluster %r: reading the records after offsets_for_times' answer made no progress in %.0f s for "
                      "%d partitions, e.g. %s; its answer stands", self.cluster, self._timeout_s, len(todo), sorted(todo)[:3])
         return out
-
-    def _list_offsets(self, specs: Mapping[TP, OffsetSpec], what: str) -> dict[TP, int]:
-        if not specs:
-            return {}
-
-        def call() -> dict[TP, int]:
-            # read_committed: the end is the last stable offset, never past the records of a
-            # transaction still open (exactly_once copies in flight); a group placed at the
-            # end must not lie past records that become readable when it commits
-            futures = self._admin.list_offsets({TopicPartition(t, p): s for (t, p), s in specs.items()},
-                                               isolation_level=IsolationLevel.READ_COMMITTED,
-                                               request_timeout=self._timeout_s)
-            return {(tp.topic, tp.partition): f.result(timeout=self._timeout_s).offset for tp, f in futures.items()}
-        return self._retry(call, f"reading {what} of {len(specs)} partitions")
 
     def commit(self, group: str, commits: Iterable[Commit]) -> None:
         """Commit the offsets (with metadata) for `group`; creates the group if it has none."""
@@ -264,35 +268,16 @@ class GroupClient:
         return out
 
     def _records(self, tp: TP, start: int, stop: int) -> Iterator[Message]:
-        """The records of `tp` in [start, stop), in offset order (the one range reader of
+        """The records of `tp` in [start, stop), in offset order (`treedist.kafka.ranges`, for
         `identities` and `_timestamps`). The read ends at `stop`, or where the partition ends:
         offsets in it that hold no record (compacted away, transaction markers) are never
         delivered. ClusterUnreachable when it makes no progress within 3 x the timeout."""
-        if start >= stop:
-            return
-        consumer = self._reader()
-        consumer.incremental_assign([TopicPartition(tp[0], tp[1], start)])
-        last = start
-        deadline = time.monotonic() + self._timeout_s * 3
-        done = False
         try:
-            while not done and time.monotonic() < deadline:
-                for msg in consumer.consume(num_messages=5000, timeout=0.2):
-                    if (msg.topic(), msg.partition()) != tp:
-                        continue
-                    if _at_end(msg) or (msg.error() is None and msg.offset() >= stop):
-                        done = True
-                        continue
-                    if msg.error() is not None:
-                        continue
-                    last = msg.offset()
-                    yield msg
-                    done = done or msg.offset() >= stop - 1
-        finally:
-            consumer.unassign()
-        if not done:
-            raise ClusterUnreachable(f"cluster {self.cluster!r}: reading {tp[0]}[{tp[1]}] offsets [{start}, {stop}) "
-                                     f"made no progress past {last} in {self._timeout_s * 3:.0f} s")
+            for run in ranges.read_range(self._reader(), tp[0], tp[1], start, stop, stall_s=self._timeout_s * 3,
+                                         batch=5000, end_is_complete=True):
+                yield from run
+        except ranges.RangeReadError as err:
+            raise ClusterUnreachable(f"cluster {self.cluster!r}: reading {err}") from None
 
     def last_record_before(self, tp: TP, offset: int, max_back: int) -> tuple[int, int] | None:
         """(offset, timestamp ms) of the last record of `tp` below `offset`, looking at most
@@ -315,17 +300,13 @@ class GroupClient:
         """(offset, timestamp ms) of the records of `tp` in [start, stop), in offset order."""
         return [(msg.offset(), msg.timestamp()[1]) for msg in self._records(tp, start, stop)]
 
-    def low(self, tps: Iterable[TP]) -> dict[TP, int]:
-        return self._list_offsets({tp: OffsetSpec.earliest() for tp in set(tps)}, "start offsets")
-
     def _reader(self) -> Consumer:
         if self._consumer is None:
-            conf = {k: v for k, v in self._conf.items()}
             # partition EOF events tell a read that the partition holds nothing more: offsets that
             # hold no record (compacted, transaction markers) then end a read instead of a wait
-            conf.update({"group.id": f"treedist-offsets-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
-                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-            self._consumer = Consumer({"logger": client_logger(), **conf})
+            self._consumer = clients.consumer(self._conf, **{
+                "group.id": f"treedist-offsets-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+                "enable.partition.eof": True, "auto.offset.reset": "earliest"})
         return self._consumer
 
     def close(self) -> None:

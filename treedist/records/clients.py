@@ -18,15 +18,14 @@ from typing import Mapping
 
 from confluent_kafka import Consumer, KafkaException
 
-from treedist.kafka.logs import client_logger
-from treedist.spark.options import SinkOptions
-from treedist.spark.produce import BatchProducer
+from treedist.kafka import clients
+from treedist.kafka.producer import DeliveryProducer
 
 log = logging.getLogger(__name__)
 MAX_IDLE = 8
 _WARMED = False
 _IDLE_CONSUMERS: "OrderedDict[tuple, Consumer]" = OrderedDict()
-_IDLE_PRODUCERS: "OrderedDict[tuple, BatchProducer]" = OrderedDict()
+_IDLE_PRODUCERS: "OrderedDict[tuple, DeliveryProducer]" = OrderedDict()
 
 
 def _key(settings: Mapping[str, str]) -> tuple:
@@ -35,7 +34,7 @@ def _key(settings: Mapping[str, str]) -> tuple:
 
 def take_consumer(settings: Mapping[str, str]) -> Consumer:
     consumer = _IDLE_CONSUMERS.pop(_key(settings), None)
-    return consumer if consumer is not None else Consumer({**settings, "logger": client_logger()})
+    return consumer if consumer is not None else clients.consumer(settings)
 
 
 def return_consumer(settings: Mapping[str, str], consumer: Consumer) -> None:
@@ -43,12 +42,12 @@ def return_consumer(settings: Mapping[str, str], consumer: Consumer) -> None:
     _park(_IDLE_CONSUMERS, _key(settings), consumer, lambda c: c.close())
 
 
-def take_producer(settings: Mapping[str, str]) -> BatchProducer:
+def take_producer(settings: Mapping[str, str]) -> DeliveryProducer:
     producer = _IDLE_PRODUCERS.pop(_key(settings), None)
-    return producer if producer is not None else BatchProducer(SinkOptions(kafka=dict(settings)))
+    return producer if producer is not None else DeliveryProducer(settings)
 
 
-def return_producer(settings: Mapping[str, str], producer: BatchProducer) -> None:
+def return_producer(settings: Mapping[str, str], producer: DeliveryProducer) -> None:
     """Keep a producer whose `finish()` just succeeded."""
     _park(_IDLE_PRODUCERS, _key(settings), producer, lambda p: p.abandon())
 
@@ -75,7 +74,7 @@ def warm_producers(every_target: Mapping[str, Mapping[str, str]] | None, in_use:
         if key in busy or key in _IDLE_PRODUCERS:
             continue
         try:
-            producer = BatchProducer(SinkOptions(kafka=dict(settings)))
+            producer = DeliveryProducer(settings)
         except KafkaException as err:  # not this task's target: a task that copies there meets the error
             log.warning("no idle producer for cluster %r: %s", cluster, err)
             continue

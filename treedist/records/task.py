@@ -52,10 +52,8 @@ from treedist.records.errors import PipelineError
 from treedist.records.plan import ClusterPlan
 from treedist.records.positions import LevelRange, PartitionWindow, ReadTask
 from treedist.spark.offsets import TopicPartitionKey
-from treedist.spark.errors import KafkaSinkError
+from treedist.kafka.producer import DeliveryFailed, DeliveryProducer
 from treedist.records.transactions import transactional_settings
-from treedist.spark.options import SinkOptions
-from treedist.spark.produce import BatchProducer
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +115,7 @@ def run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
 def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
     targets = dict(task.targets)
     consumer = clients.take_consumer(plan.consumer)
-    producers: dict[str, BatchProducer] = {}
+    producers: dict[str, DeliveryProducer] = {}
     exactly = plan.delivery == transactions.EXACTLY_ONCE
     txns: dict[str, transactions.TargetTransaction] = {}
     done = False
@@ -128,8 +126,8 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         for target in level_targets:
             if target not in producers:
                 if exactly:  # a new transactional producer per task and target (transactions docstring)
-                    producers[target] = BatchProducer(SinkOptions(kafka=transactional_settings(
-                        plan.producers[target], plan.cluster, target, _task_index())))
+                    producers[target] = DeliveryProducer(transactional_settings(
+                        plan.producers[target], plan.cluster, target, _task_index()))
                 else:
                     producers[target] = clients.take_producer(plan.producers[target])
                 _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()}
@@ -156,7 +154,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         # No copying ahead in exactly_once: the positions a transaction records end at the
         # windows' ends, and records copied past them would be copied again by the next batch.
         beyond: dict | None = (
-            {} if task.batch and task.ahead_limit != 0 and not exactly and intents.visible() else None
+            {} if task.batch and task.ahead_limit != 0 and not exactly and ahead.enabled() and intents.visible() else None
         )
         read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
@@ -194,7 +192,7 @@ def _task_index() -> int:
 
 
 def _begin_transactions(plan: ClusterPlan, task: ReadTask, level_targets: list[str], names: dict,
-                        producers: dict[str, BatchProducer], txns: dict) -> list[PartitionWindow]:
+                        producers: dict[str, DeliveryProducer], txns: dict) -> list[PartitionWindow]:
     """exactly_once, before the copy (steps 1-3 of `treedist.records.transactions`): per
     target, fence the previous producer of the id, read the link's positions there, begin the
     transaction. Returns the windows less what the targets already committed for this batch."""
@@ -256,10 +254,10 @@ def _target_names(plan: ClusterPlan, topics: dict[str, int], target: str) -> dic
     return names
 
 
-def _check_target(producer: BatchProducer, target: str, wanted: dict[str, int]) -> None:
+def _check_target(producer: DeliveryProducer, target: str, wanted: dict[str, int]) -> None:
     try:
         producer.check_targets(wanted)
-    except KafkaSinkError as err:  # add the target's name
+    except DeliveryFailed as err:  # add the target's name
         raise PipelineError(f"target cluster {target!r}: {err}") from err
 
 

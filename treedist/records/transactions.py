@@ -55,7 +55,7 @@ from typing import Iterable, Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from treedist.kafka.logs import client_logger
+from treedist.kafka import clients
 from treedist.kafka.retry import with_retries
 from treedist.records.errors import PipelineError
 from treedist.records.positions import LevelRange, PartitionWindow
@@ -151,7 +151,7 @@ def _group_consumer(settings: Mapping[str, str]) -> Consumer:
     key = tuple(sorted(settings.items()))
     consumer = _GROUP_CONSUMERS.get(key)
     if consumer is None:
-        consumer = _GROUP_CONSUMERS[key] = Consumer({**settings, "logger": client_logger()})
+        consumer = _GROUP_CONSUMERS[key] = clients.consumer(settings)
     return consumer
 
 
@@ -160,7 +160,7 @@ class TargetTransaction:
 
     def __init__(self, producer, source: str, target: str, levels: Sequence[int], settings: Mapping[str, str],
                  timeout_s: float) -> None:
-        self.producer = producer  # a BatchProducer built with transactional_settings
+        self.producer = producer  # a DeliveryProducer built with transactional_settings
         self.source = source
         self.target = target
         self.levels = list(levels)
@@ -236,17 +236,15 @@ def probe_transactions(cluster: str, settings: Mapping[str, str], timeout_s: flo
     cluster otherwise (a broker without transactions, or without a transaction coordinator),
     with the last thing the broker said. librdkafka's logs of the probe are kept off the
     console: the error is one line."""
-    from confluent_kafka import Producer
-
     said = _LastWords()
     quiet = logging.getLogger(f"treedist.preflight.transactions.{uuid.uuid4().hex}")
     quiet.propagate = False
     quiet.setLevel(logging.DEBUG)
     quiet.addHandler(said)
     conf = {k: v for k, v in settings.items() if k != "delivery.report.only.error"}
-    conf.update({"transactional.id": f"treedist.preflight.{uuid.uuid4().hex}", "logger": quiet,
-                 "transaction.timeout.ms": str(int(conf.get("delivery.timeout.ms", 120000)) + TRANSACTION_MARGIN_MS)})
-    producer = Producer(conf)
+    producer = clients.producer(conf, **{
+        "transactional.id": f"treedist.preflight.{uuid.uuid4().hex}", "logger": quiet,
+        "transaction.timeout.ms": str(int(conf.get("delivery.timeout.ms", 120000)) + TRANSACTION_MARGIN_MS)})
     try:
         producer.init_transactions(timeout_s)
     except KafkaException as err:

@@ -21,7 +21,7 @@ from typing import Mapping
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from treedist.kafka.logs import client_logger
+from treedist.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,6 @@ HEADROOM = 1024
 LIMIT_TTL_S = 300.0
 DESCRIBE_TIMEOUT_S = 10.0
 HEADER_PREFIX = "treedist.dead_letter."
-# Producer-only settings an AdminClient built from a producer's settings must not inherit
-# (an idempotent or transactional handle would ask the broker for a producer id).
-_PRODUCER_ONLY = ("enable.idempotence", "transactional.id", "transaction.timeout.ms", "acks")
 
 
 def record_limit(explicit: int | None, topic_max: int | None, producer_settings: Mapping[str, str]) -> int:
@@ -94,17 +91,12 @@ class TopicLimits:
             if missing:
                 admin = self._admins.get(key)
                 if admin is None:
-                    conf = {k: v for k, v in settings.items() if k not in _PRODUCER_ONLY}
-                    admin = self._admins[key] = AdminClient({**_admin_settings(conf), "logger": client_logger()})
+                    # without the producer's own settings (an idempotent admin would ask for a producer id)
+                    admin = self._admins[key] = clients.admin(settings)
                 for topic, value in _describe(admin, target, missing).items():
                     self._known[(key, topic)] = (value, now)
                     out[topic] = value
             return out
-
-
-def _admin_settings(conf: Mapping[str, str]) -> dict[str, str]:
-    # confluent-kafka's own producer properties (not librdkafka's) are refused by AdminClient.
-    return {k: v for k, v in conf.items() if k != "delivery.report.only.error"}
 
 
 def _describe(admin: AdminClient, target: str, topics: list[str]) -> dict[str, int | None]:

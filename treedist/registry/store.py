@@ -27,14 +27,14 @@ import time
 import uuid
 from typing import Callable, Mapping, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, Producer, TopicPartition
 
+from treedist.kafka import clients
 from treedist.kafka.admin import admin_client, ensure_topics
 from treedist.registry.errors import MalformedRecord, StoreError, StoreTimeout
 from treedist.registry.records import NoopKey, Record, decode, encode
 from treedist.registry.rules import Decision
 from treedist.registry.state import RegistryState
-from treedist.kafka.logs import client_logger
 
 log = logging.getLogger(__name__)
 DEFAULT_TOPIC = "_schemas"
@@ -67,8 +67,7 @@ class KafkaStore:
 
     def start(self) -> "KafkaStore":
         ensure_topics(self.cluster, admin_client(self._client), {self.topic: 1}, config={"cleanup.policy": "compact"})  # 1.
-        self._producer = Producer({"logger": client_logger(), **self._client, "acks": "all", "enable.idempotence": True,
-                                   "linger.ms": 0})
+        self._producer = clients.producer(self._client, **{"acks": "all", "enable.idempotence": True, "linger.ms": 0})
         self._thread = threading.Thread(target=self._read_forever, name=f"schemas-reader-{self.cluster}", daemon=True)
         self._thread.start()  # 2.
         self.write((Record(NoopKey()),))  # 3.
@@ -91,9 +90,7 @@ class KafkaStore:
             return query(self.state)
 
     def _read_forever(self) -> None:
-        consumer = Consumer({
-            "logger": client_logger(),
-            **self._client,
+        consumer = clients.consumer(self._client, **{
             "group.id": f"treedist-registry-{uuid.uuid4().hex}",  # never joined: partitions are assigned
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",

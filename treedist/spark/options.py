@@ -13,66 +13,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from treedist.kafka.clients import CONSUMER_DEFAULTS, CONSUMER_FIXED, PRODUCER_DEFAULTS, PRODUCER_FIXED, SettingConflict, merge
 from treedist.spark.errors import SparkOptionError
 
 KAFKA_PREFIX = "kafka."
 # Options Spark itself adds to a data source's options.
 _SPARK_INJECTED = frozenset({"checkpointlocation", "path", "queryname"})
 
-# Consumer settings that would break deterministic replay of a planned range.
-CONSUMER_FIXED: dict[str, str] = {
-    "enable.auto.commit": "false",
-    "enable.auto.offset.store": "false",
-    "auto.offset.reset": "error",
-    "enable.partition.eof": "true",
-}
-CONSUMER_DEFAULTS: dict[str, str] = {
-    "group.id": "treedist-spark-source",
-    "fetch.max.bytes": str(50 * 1024 * 1024),
-    # 2 MiB per partition and fetch (librdkafka's default 1 MiB; was 10 MiB): a fetch brings
-    # ~10,000 records of 200 bytes, so a task's first records come after a short response, and
-    # a window's last fetch reads less past its end. Reading 8 windows of 62,500 records from
-    # a local Kafka node (reused consumer, busy machine): 10 MiB 0.55-0.72 s, 2 MiB 0.42-0.53 s;
-    # CPU 0.6 -> 0.46 s (with fetch.queue.backoff.ms 10 both). A record batch larger than
-    # this is still returned whole (Kafka's fetch limits are soft).
-    "max.partition.fetch.bytes": str(2 * 1024 * 1024),
-    "queued.max.messages.kbytes": str(256 * 1024),
-    "fetch.wait.max.ms": "100",
-    # librdkafka postpones a partition's next fetch by this long once its local queue holds
-    # more than queued.min.messages (below), and does not fetch again before it ends, even
-    # when the task has drained the queue meanwhile. At its default (1,000 ms) a task reading a
-    # backlog from Kafka consumed a fetch's records and then waited up to a second for the
-    # next: 160,000 records took 1.2-1.4 s, 0.2 s with 10 ms (docs/performance.md, "Single
-    # link: bursts"). noida-db answers with everything after the offset, so it rarely waits.
-    "fetch.queue.backoff.ms": "10",
-    # librdkafka fetches ahead while a partition's local queue holds fewer than this many
-    # records (default 100,000): a task reading a window of a few thousand records kept a fetch
-    # in flight for everything landing behind its window's end, records that the next task
-    # reads again. One consume() batch (records/task.py CONSUME_BATCH) of read-ahead keeps a
-    # large window streaming. Measured with the 4-cluster whole-tree benchmark: treedist's CPU
-    # per copy 9.2 -> 7.3-7.8 µs (two runs each way, same machine and hour).
-    "queued.min.messages": "20000",
-    "isolation.level": "read_committed",
-    # Brokers that answer a fetch with everything they have (noida-db) would otherwise stall
-    # the consumer on partitions holding more than librdkafka's default 100 MB.
-    "receive.message.max.bytes": str(1_000_000_000),
-}
-# Producer settings the sink's no-loss contract depends on.
-PRODUCER_FIXED: dict[str, str] = {"enable.idempotence": "true", "acks": "all"}
-PRODUCER_DEFAULTS: dict[str, str] = {
-    "linger.ms": "20",
-    "batch.size": str(1024 * 1024),
-    "batch.num.messages": "100000",
-    "queue.buffering.max.messages": "1000000",
-    "queue.buffering.max.kbytes": str(1024 * 1024),
-    "delivery.timeout.ms": "120000",
-    "delivery.report.only.error": "true",
-    # A target topic that is missing (deleted while records flow) must not come back as a
-    # broker-default topic (wrong partition count and configs): topic sync creates it, and
-    # until then the copies fail and the link waits for it.
-    "allow.auto.create.topics": "false",
-}
-_ALIASES = {"request.required.acks": "acks", "message.timeout.ms": "delivery.timeout.ms"}
+# The role defaults live with the client factory (treedist.kafka.clients); the source and
+# sink options are merged over them.
+__all__ = ["CONSUMER_DEFAULTS", "CONSUMER_FIXED", "PRODUCER_DEFAULTS", "PRODUCER_FIXED", "SinkOptions", "SourceOptions",
+           "consumer_settings", "producer_settings"]
 
 
 def _kafka_settings(options: Mapping[str, str]) -> dict[str, str]:
@@ -83,15 +34,13 @@ def _kafka_settings(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _merge(settings: Mapping[str, str], defaults: Mapping[str, str], fixed: Mapping[str, str]) -> dict[str, str]:
-    """`defaults` < user `settings` < `fixed`; a user value contradicting `fixed` is an error."""
-    for key, value in settings.items():
-        canonical = _ALIASES.get(key, key)
-        if canonical in fixed and _norm(value) != _norm(fixed[canonical]):
-            raise SparkOptionError(
-                f"option 'kafka.{key}'={value!r} conflicts with the required value {fixed[canonical]!r}"
-            )
-    aliased = {_ALIASES[k] for k in settings if k in _ALIASES}
-    return {**{k: v for k, v in defaults.items() if k not in aliased}, **settings, **fixed}
+    """`defaults` < user `settings` < `fixed` (`treedist.kafka.clients.merge`); a user value
+    contradicting `fixed` is a SparkOptionError naming the option."""
+    try:
+        return merge(settings, defaults, fixed)
+    except SettingConflict as err:
+        raise SparkOptionError(
+            f"option 'kafka.{err.key}'={err.value!r} conflicts with the required value {err.required!r}") from None
 
 
 def consumer_settings(settings: Mapping[str, str]) -> dict[str, str]:
@@ -104,11 +53,6 @@ def producer_settings(settings: Mapping[str, str]) -> dict[str, str]:
     """librdkafka settings of a no-loss producer: `settings` over PRODUCER_DEFAULTS, with
     PRODUCER_FIXED (idempotence, acks=all) enforced as for `consumer_settings`."""
     return _merge(settings, PRODUCER_DEFAULTS, PRODUCER_FIXED)
-
-
-def _norm(value: str) -> str:
-    value = str(value).strip().lower()
-    return "all" if value == "-1" else value
 
 
 def _check_known(options: Mapping[str, str], known: set[str], role: str) -> None:

@@ -22,12 +22,11 @@ from typing import Callable, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from treedist.config import Deployment
-from treedist.kafka import KafkaLayerError, metadata
+from treedist.kafka import KafkaLayerError, clients, metadata
 from treedist.kafka.retry import with_retries
 from treedist.verify.digest import record_digest, split_headers
 from treedist.verify.errors import ClusterReadError, ReadTimeout, TopicNotFound
 from treedist.verify.summary import ClusterRecords, SummaryBuilder
-from treedist.kafka.logs import client_logger
 
 BATCH = 10_000
 DEFAULT_IDLE_TIMEOUT = 30.0
@@ -58,7 +57,7 @@ def read_cluster(
     *,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     batch: int = BATCH,
-    consumer_factory: ConsumerFactory = lambda conf: Consumer({"logger": client_logger(), **dict(conf)}),
+    consumer_factory: ConsumerFactory = clients.consumer,
     progress: Progress | None = None,
 ) -> ClusterRecords:
     """Summarise `topic` on `cluster` from earliest to the high watermarks at the start.

@@ -1,0 +1,164 @@
+"""The one place where Kafka clients are built (driver and executor).
+
+Every confluent-kafka Consumer, Producer and AdminClient of treedist is built here, from a
+cluster's settings: `Cluster.client_config()` (bootstrap servers, the deployment's `client:`
+settings with its security settings, credentials revealed) is the base, merged once with
+the role's settings:
+
+- **replaying consumer** (`replay_consumer_settings`): CONSUMER_DEFAULTS < the cluster's
+  settings < CONSUMER_FIXED (assign-only, never commits, end of partition reported);
+- **no-loss producer** (`no_loss_producer_settings`): PRODUCER_DEFAULTS < the cluster's
+  settings < PRODUCER_FIXED (idempotent, acks=all); the transactional producer adds its
+  transactional.id (`treedist.records.transactions.transactional_settings`);
+- **admin**: the settings less what an AdminClient refuses or warns about (consumer-only,
+  producer-only and confluent-kafka's own properties).
+
+A setting that contradicts a fixed one raises SettingConflict naming the key. Every client
+gets `logger=client_logger()` (librdkafka's logs condensed, `treedist.kafka.logs`) unless
+the caller passes its own. The settings are the same librdkafka settings the hot path was
+tuned with (records/copier.py, records/task.py): this module adds no setting of its own to
+a consumer or producer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+from treedist.kafka.errors import KafkaLayerError
+from treedist.kafka.logs import client_logger
+
+
+class SettingConflict(KafkaLayerError):
+    """A client setting that contradicts what the client's role requires; names the key."""
+
+    def __init__(self, key: str, value: object, required: str) -> None:
+        super().__init__(f"setting {key!r}={value!r} conflicts with the required value {required!r}")
+        self.key, self.value, self.required = key, value, required
+
+
+# -- role defaults ---------------------------------------------------------------------------
+
+# Consumer settings that would break deterministic replay of a planned range.
+CONSUMER_FIXED: dict[str, str] = {
+    "enable.auto.commit": "false",
+    "enable.auto.offset.store": "false",
+    "auto.offset.reset": "error",
+    "enable.partition.eof": "true",
+}
+CONSUMER_DEFAULTS: dict[str, str] = {
+    "group.id": "treedist-spark-source",
+    "fetch.max.bytes": str(50 * 1024 * 1024),
+    # 2 MiB per partition and fetch (librdkafka's default 1 MiB; was 10 MiB): a fetch brings
+    # ~10,000 records of 200 bytes, so a task's first records come after a short response, and
+    # a window's last fetch reads less past its end. Reading 8 windows of 62,500 records from
+    # a local Kafka node (reused consumer, busy machine): 10 MiB 0.55-0.72 s, 2 MiB 0.42-0.53 s;
+    # CPU 0.6 -> 0.46 s (with fetch.queue.backoff.ms 10 both). A record batch larger than
+    # this is still returned whole (Kafka's fetch limits are soft).
+    "max.partition.fetch.bytes": str(2 * 1024 * 1024),
+    "queued.max.messages.kbytes": str(256 * 1024),
+    "fetch.wait.max.ms": "100",
+    # librdkafka postpones a partition's next fetch by this long once its local queue holds
+    # more than queued.min.messages (below), and does not fetch again before it ends, even
+    # when the task has drained the queue meanwhile. At its default (1,000 ms) a task reading a
+    # backlog from Kafka consumed a fetch's records and then waited up to a second for the
+    # next: 160,000 records took 1.2-1.4 s, 0.2 s with 10 ms (docs/performance.md, "Single
+    # link: bursts"). noida-db answers with everything after the offset, so it rarely waits.
+    "fetch.queue.backoff.ms": "10",
+    # librdkafka fetches ahead while a partition's local queue holds fewer than this many
+    # records (default 100,000): a task reading a window of a few thousand records kept a fetch
+    # in flight for everything landing behind its window's end, records that the next task
+    # reads again. One consume() batch (records/task.py CONSUME_BATCH) of read-ahead keeps a
+    # large window streaming. Measured with the 4-cluster whole-tree benchmark: treedist's CPU
+    # per copy 9.2 -> 7.3-7.8 µs (two runs each way, same machine and hour).
+    "queued.min.messages": "20000",
+    "isolation.level": "read_committed",
+    # Brokers that answer a fetch with everything they have (noida-db) would otherwise stall
+    # the consumer on partitions holding more than librdkafka's default 100 MB.
+    "receive.message.max.bytes": str(1_000_000_000),
+}
+# Producer settings the no-loss contract depends on.
+PRODUCER_FIXED: dict[str, str] = {"enable.idempotence": "true", "acks": "all"}
+PRODUCER_DEFAULTS: dict[str, str] = {
+    "linger.ms": "20",
+    "batch.size": str(1024 * 1024),
+    "batch.num.messages": "100000",
+    "queue.buffering.max.messages": "1000000",
+    "queue.buffering.max.kbytes": str(1024 * 1024),
+    "delivery.timeout.ms": "120000",
+    "delivery.report.only.error": "true",
+    # A target topic that is missing (deleted while records flow) must not come back as a
+    # broker-default topic (wrong partition count and configs): topic sync creates it, and
+    # until then the copies fail and the link waits for it.
+    "allow.auto.create.topics": "false",
+}
+ALIASES = {"request.required.acks": "acks", "message.timeout.ms": "delivery.timeout.ms"}
+
+# Settings an AdminClient refuses (confluent-kafka's own producer properties) or warns about
+# (consumer-only ones), and producer settings that would make it ask for a producer id.
+CONSUMER_ONLY = frozenset({
+    "group.id", "group.instance.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
+    "enable.partition.eof", "fetch.max.bytes", "max.partition.fetch.bytes", "queued.max.messages.kbytes",
+    "queued.min.messages", "fetch.wait.max.ms", "isolation.level", "fetch.min.bytes", "session.timeout.ms",
+    "fetch.queue.backoff.ms",
+})
+PRODUCER_ONLY = frozenset({"enable.idempotence", "transactional.id", "transaction.timeout.ms", "acks"})
+PYTHON_ONLY = frozenset({"delivery.report.only.error", "on_delivery"})
+
+
+def merge(settings: Mapping[str, str], defaults: Mapping[str, str], fixed: Mapping[str, str]) -> dict[str, str]:
+    """`defaults` < `settings` < `fixed` (pure); a value contradicting `fixed` (aliases
+    included) raises SettingConflict naming the key."""
+    for key, value in settings.items():
+        canonical = ALIASES.get(key, key)
+        if canonical in fixed and _norm(value) != _norm(fixed[canonical]):
+            raise SettingConflict(key, value, fixed[canonical])
+    aliased = {ALIASES[k] for k in settings if k in ALIASES}
+    return {**{k: v for k, v in defaults.items() if k not in aliased}, **settings, **fixed}
+
+
+def replay_consumer_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """A replaying consumer's settings: `settings` over CONSUMER_DEFAULTS, CONSUMER_FIXED enforced."""
+    return merge(settings, CONSUMER_DEFAULTS, CONSUMER_FIXED)
+
+
+def no_loss_producer_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """A no-loss producer's settings: `settings` over PRODUCER_DEFAULTS, PRODUCER_FIXED enforced."""
+    return merge(settings, PRODUCER_DEFAULTS, PRODUCER_FIXED)
+
+
+def admin_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` less what an AdminClient refuses or warns about (pure)."""
+    return {k: v for k, v in settings.items() if k not in CONSUMER_ONLY and k not in PRODUCER_ONLY
+            and k not in PYTHON_ONLY}
+
+
+def _norm(value: str) -> str:
+    value = str(value).strip().lower()
+    return "all" if value == "-1" else value
+
+
+# -- the clients -----------------------------------------------------------------------------
+
+
+def consumer(settings: Mapping[str, Any], **overrides: Any) -> Consumer:
+    """A Consumer with `settings` and then `overrides` (group.id and the like)."""
+    return Consumer({"logger": client_logger(), **settings, **overrides})
+
+
+def producer(settings: Mapping[str, Any], **overrides: Any) -> Producer:
+    """A Producer with `settings` and then `overrides` (callbacks, transactional.id...).
+    `delivery.report.only.error`, a confluent-kafka (not librdkafka) property, must be a bool:
+    a string value is converted."""
+    conf = {"logger": client_logger(), **settings, **overrides}
+    only_errors = conf.get("delivery.report.only.error")
+    if isinstance(only_errors, str):
+        conf["delivery.report.only.error"] = only_errors.strip().lower() in ("true", "1", "yes")
+    return Producer(conf)
+
+
+def admin(settings: Mapping[str, Any]) -> AdminClient:
+    """An AdminClient with `settings` less what it refuses or warns about (`admin_settings`)."""
+    return AdminClient({"logger": client_logger(), **admin_settings(settings)})
