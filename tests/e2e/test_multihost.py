@@ -31,9 +31,12 @@ from treedist.kafka.offsets import OffsetReader
 from treedist.local.deployment import local_deployment
 from treedist.local.launcher import stop_all
 from treedist.local.netbed import HOSTS, SPARK_WORKERS
+from treedist.ops.checkpoint import recent_batches
+from treedist.spark.checkpoint_fs import join
 
 from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce_concurrently, wait_until_complete
 from tests.fixtures.netbed import netbed  # noqa: F401  (the fixture)
+from tests.fixtures.s3 import s3_on_bed  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.e2e
 CLUSTERS = ["c1", "c2", "c3", "c4"]
@@ -79,19 +82,23 @@ def _tail(path: str, chars: int = 3000) -> str:
         return ""
 
 
-def _deployment(bed, tmp_path: Path, app_name: str, conf: dict[str, str] | None = None) -> tuple[Path, object, str, dict[str, str]]:
+def _deployment(bed, tmp_path: Path, app_name: str, conf: dict[str, str] | None = None,
+                s3=None) -> tuple[Path, object, str, dict[str, str]]:
     """A fresh topic on every cluster with BEFORE records each, and the deployment running the
-    tree on the bed's master: (config file, deployment, topic, bootstrap)."""
+    tree on the bed's master: (config file, deployment, topic, bootstrap). With `s3` (an
+    `S3Store`), its checkpoints are in that bucket (`s3a://`)."""
     bootstrap = {c: bed.bootstrap[c] for c in CLUSTERS}
     assert all(b.startswith(bed.address("kafka") + ":") for b in bootstrap.values()), bootstrap
     topic = f"multihost-{uuid.uuid4().hex[:8]}"
     create_topic_everywhere(bootstrap, topic, PARTITIONS)
     spec = local_deployment(
-        bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "checkpoints"),
+        bootstrap, topics=[topic],
+        checkpoint_location=s3.location("checkpoints") if s3 else str(tmp_path / "checkpoints"),
         distributor={"trigger_interval": "500 milliseconds"}, offsets={"enabled": False},
         spark={"master": bed.master_url, "app_name": app_name,
                "conf": {"spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "512m",
-                        "spark.ui.enabled": "true", "spark.ui.port": str(DRIVER_UI_PORT), **(conf or {})}},
+                        "spark.ui.enabled": "true", "spark.ui.port": str(DRIVER_UI_PORT),
+                        **(s3.spark_conf() if s3 else {}), **(conf or {})}},
     )
     spec["topics"]["sync"] = {"enabled": False}
     config = tmp_path / "deployment.yaml"
@@ -135,9 +142,12 @@ def _lossless(report, total: int) -> None:
     print(f"duplicates per cluster: { {c.cluster: c.duplicated for c in report.clusters} }")
 
 
-def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, tmp_path):
+def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, s3_on_bed, tmp_path):
+    """... with its checkpoints on the S3-compatible store (moto on the kafka host, `s3a://`):
+    the driver's JVM writes Spark's logs there, executors on the worker hosts their copy-ahead
+    intents."""
     bed = netbed
-    config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost")
+    config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost", s3=s3_on_bed)
     driver_ui = f"http://{bed.address('driver')}:{DRIVER_UI_PORT}"
     with RssSampler(bed) as rss:
         driver, first_copy_s = _start_driver(bed, config, topic, bootstrap)
@@ -160,6 +170,11 @@ def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, tmp_path):
             state = bed.master_state()
             assert [(a["id"], a["name"], a["cores"]) for a in state["activeapps"]] == [(app_id, "treedist-multihost", 2)]
             assert {w["host"]: w["coresused"] for w in state["workers"]} == {bed.address(w): 1 for w in SPARK_WORKERS}
+            # the checkpoints are in the bucket: every query's committed batches read from there
+            root = deployment.checkpoint_location
+            assert root.startswith("s3a://") and not (tmp_path / "checkpoints").exists()
+            assert all(recent_batches(join(root, "messages", c), 0.0, time.time(), store=s3_on_bed.store())
+                       for c in CLUSTERS), root
         finally:
             stop_all([driver.pid] if driver.is_ours() else [], grace=60)
 
