@@ -67,6 +67,8 @@ def parse(argv) -> argparse.Namespace:
                    help="exactly_once: treedist with distributor.delivery exactly_once, MM2 with KIP-618 exactly-once, "
                         "counts and latency read_committed (the contender treedist_alo stays at_least_once)")
     p.add_argument("--master", default="local[2,4]", help="Spark master of treedist's deployment (treedist's default)")
+    p.add_argument("--distributor", action="append", default=[], metavar="KEY=VALUE",
+                   help="a `distributor` setting of treedist's deployment (repeatable), e.g. trigger_interval=0.25")
     p.add_argument("--timeout", type=float, default=600.0, help="per run: the drain (or start-up) must end within it")
     p.add_argument("--smoke", action="store_true", help="1 round, 10 s windows, smaller backlog, 5 s warm-up; labelled smoke")
     p.add_argument("--no-save", action="store_true")
@@ -79,6 +81,13 @@ def parse(argv) -> argparse.Namespace:
     if args.window < 10:
         p.error("--window must be at least 10 s (rules of measurement)")
     return args
+
+
+def distributor_settings(pairs: list[str]) -> dict:
+    """`KEY=VALUE` pairs as a deployment's `distributor` block (values parsed as YAML scalars)."""
+    import yaml
+
+    return {k: yaml.safe_load(v) for k, _, v in (pair.partition("=") for pair in pairs)}
 
 
 def order(names: list[str], round_no: int) -> list[str]:
@@ -220,7 +229,7 @@ def main(argv=None) -> int:
         if wan is not None:  # the proxy's CPU is the network's: metered apart from every contender's
             meter.add("wanproxy", wan.proxy.pid)
         ctx = Context(scenario, dict(clusters.bootstrap), meter, workdir, args.partitions, args.master, args.skip,
-                      args.window, args.timeout, args.steady_share, args.delivery, wan)
+                      args.window, args.timeout, args.steady_share, args.delivery, wan, distributor_settings(args.distributor))
         for mode in ([f"rate-{int(r)}" for r in rates] or ["drain"]):
             rounds = []
             for i in range(args.rounds):

@@ -123,7 +123,8 @@ class Handle:
 
 
 def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path,
-          run_id: str, master: str, delivery: str = "at_least_once", wan=None) -> tuple[Handle, dict]:
+          run_id: str, master: str, delivery: str = "at_least_once", wan=None,
+          distributor: dict | None = None) -> tuple[Handle, dict]:
     """Start `contender` copying `topic`; returns its handle and the settings it runs with.
     `delivery` exactly_once: MM2 with KIP-618's exactly-once, treedist with
     `distributor.delivery: exactly_once` (`treedist_alo` stays at_least_once). `wan` (the
@@ -141,7 +142,8 @@ def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, 
     if contender in ("treedist", TREEDIST_ALO):
         mode = "at_least_once" if contender == TREEDIST_ALO else delivery
         config = write_deployment(workdir / f"{run_id}.yaml", boot, scenario.tree, [topic], workdir / f"ck-{run_id}", master,
-                                  distributor={"delivery": mode} if mode != "at_least_once" else None)
+                                  distributor={**(distributor or {}), **({"delivery": mode} if mode != "at_least_once" else {})}
+                                  or None)
         run = TreedistRun(config, workdir / f"{run_id}.log")
         return Handle(run_id, [run.proc], [run.log_file], lambda: run.stop()), {"deployment": config.read_text()}
     if contender == "loop":

@@ -43,6 +43,7 @@ class Context:
     steady_share: float = 0.1  # the window opens once this share of the copies landed (and `skip` passed)
     delivery: str = "at_least_once"  # exactly_once: MM2 and treedist transactional, every count read_committed
     wan: object = None  # the wan scenario's TwoDataCentres (ctx.boot: the brokers' direct addresses)
+    distributor: dict | None = None  # treedist's `distributor` settings beyond its defaults (--distributor)
 
     @property
     def read_committed(self) -> bool:
@@ -187,7 +188,7 @@ def drain(ctx: Context, contender: str, topic: str, records: int, value_bytes: i
     bench_cpu0 = time.process_time()
     mark0 = ctx.meter.mark()
     handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master,
-                                        delivery=ctx.delivery, wan=ctx.wan)
+                                        delivery=ctx.delivery, wan=ctx.wan, distributor=ctx.distributor)
     prefix = _meter(ctx, handle)
     landing.start()
     log(f"{run_id}: {contender} started; waiting for {expected} copies")
@@ -291,7 +292,7 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
             raise RuntimeError("latency probe did not start")
         ctx.meter.add(f"probe:{run_id}", probe.pid)
         handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master,
-                                            delivery=ctx.delivery, wan=ctx.wan)
+                                            delivery=ctx.delivery, wan=ctx.wan, distributor=ctx.distributor)
         prefix = _meter(ctx, handle)
         sampled = {ctx.boot[c]: {t: ctx.partitions for t in ts} for c, ts in targets.items()}
         producer = rate_producer(ctx.boot["c1"])
