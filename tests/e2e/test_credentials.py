@@ -1,22 +1,41 @@
 """Credentials from `client` settings never leave the process: not in treedist's output or
 JSON, not in Spark's plans, UI or event log, not in checkpoints; Spark's UI, when a user turns
-it on, listens on loopback only (real Spark, real brokers, real HTTP)."""
+it on, listens on loopback only (real Spark, real brokers, real HTTP).
+
+The combined grep (issue 34's acceptance): one deployment with everything at once (SASL_SSL
+Kafka clusters whose password reaches treedist as `${file:...}` and `${env:...}` references,
+the control plane on an etcd with TLS, client certificates and authentication whose password
+is a reference too, live config pushed and changed with `treedist config`, a `treedist
+worker` with its metrics and its view, `treedist status` and its web view): neither password
+appears in any output, log, HTTP answer, Spark page or event log, checkpoint, worker file or
+etcd value."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 
+from treedist.config import parse_deployment
+from treedist.control.etcd import Credentials, EtcdClient, Tls
+from treedist.kafka import admin_client, ensure_topics
+from treedist.local import free_port
 from treedist.local.deployment import local_deployment
+from treedist.local.workers import LocalWorkers
 
-from tests.e2e.workload import create_topic_everywhere, produce_concurrently
+from tests.e2e.test_secured_kafka import NAMES, PARTITIONS, _get, _produce_everywhere, _spec, secured  # noqa: F401
+from tests.e2e.test_secured_kafka import PASSWORD as KAFKA_PASSWORD
+from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_until_complete
+from tests.fixtures.secured_etcd import PREFIX, secured_etcd  # noqa: F401
 
 pytestmark = pytest.mark.e2e
 TREEDIST = str(Path(sys.executable).parent / "treedist")
@@ -102,3 +121,118 @@ def test_a_known_password_appears_nowhere(local_kafka, unique_topic, tmp_path):
     assert any("SparkListenerApplicationStart" in places[f"event log {p.name}"] for p in event_logs)  # readable, not compressed
     leaks = [where for where, text in places.items() if SECRET in text]
     assert not leaks, f"the password appears in: {leaks}"
+
+
+def _cli(*args: str, env: dict[str, str], timeout: float = 300) -> str:
+    """A treedist command that must succeed; its stdout and stderr."""
+    done = subprocess.run([TREEDIST, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **env})
+    assert done.returncode == 0, f"treedist {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    return done.stdout + done.stderr
+
+
+def test_the_credential_grep_over_secret_references_a_secured_etcd_and_sasl_ssl_kafka(
+        secured, secured_etcd, unique_topic, tmp_path, monkeypatch):  # noqa: F811
+    passwords = {"Kafka SCRAM": KAFKA_PASSWORD, "etcd": secured_etcd.password}
+    password_file = tmp_path / "secrets" / "kafka-password"
+    password_file.parent.mkdir()
+    password_file.write_text(KAFKA_PASSWORD + "\n")
+    env = {"TD_KAFKA_PASSWORD": KAFKA_PASSWORD, "TD_ETCD_PASSWORD": secured_etcd.password}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)  # for this process's own clients (verify, producers)
+    run_dir = tmp_path / "run"  # every file the deployment writes: grepped whole at the end
+    events, spark_ui = run_dir / "events", free_port()
+    events.mkdir(parents=True)
+    prefix = f"{PREFIX}/grep-{uuid.uuid4().hex[:8]}"
+    spec = _spec(secured, run_dir, unique_topic, distributor={"trigger_interval": "500 milliseconds"},
+                 # uncompressed: Spark 4 writes zstd by default, in which no grep finds anything
+                 spark={"conf": {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+                                 "spark.eventLog.compress": "false",
+                                 "spark.ui.enabled": "true", "spark.ui.port": str(spark_ui)}},
+                 control=secured_etcd.control(prefix=prefix, lease_ttl="6s"))
+    for i, name in enumerate(NAMES):  # half by file, half by environment: the deployment holds no password
+        spec["clusters"][name]["client"]["sasl.password"] = (f"${{file:{password_file}}}" if i % 2 == 0
+                                                             else "${env:TD_KAFKA_PASSWORD}")
+    config = tmp_path / "deployment.yaml"
+    config.write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert not any(p in config.read_text() for p in passwords.values())
+    deployment = parse_deployment(spec)  # resolved here, from the file and this environment
+    for name, cluster in deployment.clusters.items():
+        ensure_topics(name, admin_client(cluster.client_config()), {unique_topic: PARTITIONS})
+
+    shown = {"config push": _cli("config", "push", "-c", str(config), env=env),
+             # a live change, and a reference written through `config set`
+             "config set": _cli("config", "set", "-c", str(config), "distributor.trigger_interval=400 milliseconds",
+                                "clusters.c2.client.sasl.password=${env:TD_KAFKA_PASSWORD}", env=env)}
+    metrics, web, web_metrics = free_port(), free_port(), free_port()
+    pool = LocalWorkers(config, run_dir / "workers", log_level="debug")
+    web_output = run_dir / "status-ui.txt"
+    viewer = None
+    try:
+        worker = pool.start("w1", env=env, args=["--metrics-port", str(metrics)])
+        pool.wait_ready(timeout_s=300)
+
+        def alive() -> None:
+            assert worker.alive(), worker.output.read_text()[-3000:]
+
+        deadline = time.monotonic() + 300
+        while not all((run_dir / "cp" / "messages" / n / "commits" / "0").exists() for n in NAMES):
+            alive()
+            assert time.monotonic() < deadline, f"the distributors did not start: {worker.output.read_text()[-3000:]}"
+            time.sleep(0.5)
+        total = _produce_everywhere(deployment, unique_topic)
+        report = wait_until_complete(deployment, unique_topic, timeout=300, check=alive)
+        assert report.expected == total and all(
+            (c.missing, c.duplicated, c.unexpected, c.mismatched, c.records) == (0, 0, 0, 0, total)
+            for c in report.clusters), report
+
+        with web_output.open("w") as out:  # the web view of a control-plane deployment: `status --ui-port`
+            viewer = subprocess.Popen([TREEDIST, "status", "-c", str(config), "--ui-port", str(web), "--metrics-port",
+                                       str(web_metrics)], stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env={**os.environ, **env}, start_new_session=True)
+        shown["worker view"] = _get(f"http://127.0.0.1:{worker.status_port}/api/worker")
+        shown["worker metrics"] = _get(f"http://127.0.0.1:{metrics}/metrics")
+        for page in ("/environment/", "/jobs/", "/SQL/", "/StreamingQuery/", "/executors/"):
+            shown[f"Spark UI {page}"] = _get(f"http://127.0.0.1:{spark_ui}{page}")
+        shown["status --json"] = _cli("status", "-c", str(config), "--json", env=env)
+        shown["status"] = _cli("status", "-c", str(config), env=env)
+        shown["config show"] = _cli("config", "show", "-c", str(config), env=env)
+        shown["config show --json"] = _cli("config", "show", "-c", str(config), "--json", env=env)
+        shown["topology show --json"] = _cli("topology", "show", "-c", str(config), "--json", env=env)
+        shown["verify --json"] = _cli("verify", "-c", str(config), "--topic", unique_topic, "--json", env=env)
+        deadline = time.monotonic() + 120
+        while "web view /api/status" not in shown:
+            try:
+                shown["web view /api/status"] = _get(f"http://127.0.0.1:{web}/api/status")
+            except OSError:
+                assert viewer.poll() is None and time.monotonic() < deadline, web_output.read_text()[-3000:]
+                time.sleep(0.5)
+        shown["web view /"] = _get(f"http://127.0.0.1:{web}/")
+        shown["web view metrics"] = _get(f"http://127.0.0.1:{web_metrics}/metrics")
+        client = EtcdClient([secured_etcd.url], tls=Tls(str(secured_etcd.ca), str(secured_etcd.cert),
+                                                        str(secured_etcd.key)),
+                            auth=Credentials("treedist", secured_etcd.password))
+        try:
+            _, stored = client.get_prefix(prefix)
+        finally:
+            client.close()
+    finally:
+        if viewer is not None and viewer.poll() is None:
+            viewer.send_signal(signal.SIGTERM)
+            viewer.wait(60)
+        codes = pool.stop_all(grace_s=90)
+    assert codes == {"w1": 0}, codes
+
+    places = dict(shown)
+    places.update({f"etcd {kv.key}": kv.value.decode(errors="replace") for kv in stored})
+    files = [f for f in run_dir.rglob("*") if f.is_file()]
+    places.update({f"file {f.relative_to(tmp_path)}": f.read_bytes().decode(errors="replace") for f in files})
+    # the grep saw real content: the stored deployment with its references, the plans in the
+    # event log, the links in the views, the worker's log
+    assert "${env:TD_KAFKA_PASSWORD}" in places[f"etcd {prefix}/config"] and "${file:" in places[f"etcd {prefix}/config"]
+    assert any("SparkListenerSQLExecutionStart" in t and "c1-messages" in t for w, t in places.items() if "events" in w)
+    assert "c2-L1" in places["web view /api/status"] and "c2-L1" in places["status --json"]
+    assert "clusters.c2.client.sasl.password=${env:TD_KAFKA_PASSWORD}" in places["config set"]
+    assert any(w.endswith("worker.log") for w in places) and any(w.startswith("file run/cp/") for w in places)
+    leaks = [(what, where) for what, password in passwords.items() for where, text in places.items() if password in text]
+    assert not leaks, f"a password appears in: {leaks}"

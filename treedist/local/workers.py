@@ -19,7 +19,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from treedist.local.errors import LocalClusterError
 from treedist.local.launcher import free_port, pid_alive
@@ -50,7 +50,9 @@ class LocalWorkers:
         self.workers: dict[str, LocalWorker] = {}
         self._procs: dict[str, subprocess.Popen] = {}
 
-    def start(self, name: str, labels: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> LocalWorker:
+    def start(self, name: str, labels: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+              args: Sequence[str] = ()) -> LocalWorker:
+        """Start worker `name`; `args` are more `treedist worker` options (e.g. --metrics-port)."""
         folder = self.base_dir / name
         folder.mkdir(parents=True, exist_ok=True)
         port = free_port()
@@ -59,6 +61,7 @@ class LocalWorkers:
                    "--log-file", str(folder / "worker.log")]
         for key, value in (labels or {}).items():
             command += ["--label", f"{key}={value}"]
+        command += list(args)
         output = folder / "output.txt"
         with output.open("ab") as out:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
