@@ -32,9 +32,10 @@ from treedist.local import free_port
 from treedist.local.deployment import local_deployment
 from treedist.local.workers import LocalWorkers
 
-from tests.e2e.test_secured_kafka import NAMES, PARTITIONS, _get, _produce_everywhere, _spec, secured  # noqa: F401
+from tests.e2e.test_secured_kafka import (NAMES, PARTITIONS, _get, _spec, distribute_once_started,  # noqa: F401
+                                          secured)
 from tests.e2e.test_secured_kafka import PASSWORD as KAFKA_PASSWORD
-from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_until_complete
+from tests.e2e.workload import create_topic_everywhere, produce_concurrently
 from tests.fixtures.secured_etcd import PREFIX, secured_etcd  # noqa: F401
 
 pytestmark = pytest.mark.e2e
@@ -175,13 +176,7 @@ def test_the_credential_grep_over_secret_references_a_secured_etcd_and_sasl_ssl_
         def alive() -> None:
             assert worker.alive(), worker.output.read_text()[-3000:]
 
-        deadline = time.monotonic() + 300
-        while not all((run_dir / "cp" / "messages" / n / "commits" / "0").exists() for n in NAMES):
-            alive()
-            assert time.monotonic() < deadline, f"the distributors did not start: {worker.output.read_text()[-3000:]}"
-            time.sleep(0.5)
-        total = _produce_everywhere(deployment, unique_topic)
-        report = wait_until_complete(deployment, unique_topic, timeout=300, check=alive)
+        total, report = distribute_once_started(deployment, run_dir / "cp", unique_topic, alive, worker.output)
         assert report.expected == total and all(
             (c.missing, c.duplicated, c.unexpected, c.mismatched, c.records) == (0, 0, 0, 0, total)
             for c in report.clusters), report

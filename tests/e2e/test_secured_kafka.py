@@ -79,6 +79,19 @@ def _produce_everywhere(deployment, topic: str) -> int:
     return PER_CLUSTER * len(NAMES)
 
 
+def distribute_once_started(deployment, checkpoints: Path, topic: str, alive, output: Path):
+    """Once every cluster's query committed its first batch (`alive()` checked meanwhile,
+    `output` shown when they do not start), produce on every cluster and wait until verify
+    finds nothing missing; (records produced, the verify report)."""
+    deadline = time.monotonic() + 300
+    while not all((checkpoints / "messages" / n / "commits" / "0").exists() for n in NAMES):
+        alive()
+        assert time.monotonic() < deadline, f"the distributors did not start: {output.read_text()[-3000:]}"
+        time.sleep(0.5)
+    total = _produce_everywhere(deployment, topic)
+    return total, wait_until_complete(deployment, topic, timeout=300, check=alive)
+
+
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=15) as answer:
         return answer.read().decode(errors="replace")
@@ -108,13 +121,7 @@ def test_records_reach_every_secured_cluster_once_and_the_password_appears_nowhe
         def alive() -> None:
             assert run.poll() is None, output.read_text()[-3000:]
 
-        deadline = time.monotonic() + 300
-        while not all((tmp_path / "cp" / "messages" / n / "commits" / "0").exists() for n in NAMES):
-            alive()
-            assert time.monotonic() < deadline, f"the distributors did not start: {output.read_text()[-3000:]}"
-            time.sleep(0.5)
-        total = _produce_everywhere(deployment, unique_topic)
-        report = wait_until_complete(deployment, unique_topic, timeout=300, check=alive)
+        total, report = distribute_once_started(deployment, tmp_path / "cp", unique_topic, alive, output)
 
         # everything an operator can look at while it runs
         shown["web view /"] = _get(f"http://127.0.0.1:{ui}/")
