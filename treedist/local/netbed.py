@@ -97,9 +97,17 @@ def scala_version() -> str:
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S)
+    return _run("ip", args, check)
+
+
+def _tc(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return _run("tc", args, check)
+
+
+def _run(tool: str, args, check: bool) -> subprocess.CompletedProcess:
+    proc = subprocess.run([tool, *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S)
     if check and proc.returncode != 0:
-        raise NetBedError(f"ip {' '.join(args)}: {proc.stderr.strip()}")
+        raise NetBedError(f"{tool} {' '.join(args)}: {proc.stderr.strip()}")
     return proc
 
 
@@ -302,6 +310,20 @@ class NetBed:
         """Take the host's link to the bridge down (nothing reaches it, it reaches nothing) or
         bring it back up."""
         _ip("link", "set", self.ns(host), "up" if up else "down")
+
+    def limit_link(self, host: str, rate_mbit: float | None) -> None:
+        """Limit the host's link to `rate_mbit` each way (tbf on both ends of its veth pair), or
+        lift the limit (None). This kernel has tbf but not netem: delay comes from the WAN proxy
+        (treedist.local.wanproxy; `WanProxy.start(..., prefix=["ip", "netns", "exec", ns])`
+        runs it inside a host)."""
+        for where in ([], ["-n", self.ns(host)]):
+            dev = self.ns(host) if not where else "eth0"
+            if rate_mbit is None:
+                _tc(*where, "qdisc", "del", "dev", dev, "root", check=False)
+            else:  # burst: at least rate/HZ (one timer tick's worth), or tbf cannot reach the rate
+                burst = max(64 * 1024, int(rate_mbit * 1e6 / 8 / 100))
+                _tc(*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_mbit}mbit",
+                    "burst", str(burst), "latency", "200ms")
 
     def _kafka(self, clusters: list[str]) -> None:
         """Run `kafka-up` inside the kafka host: the launcher's free ports, binds and readiness
