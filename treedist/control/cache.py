@@ -24,6 +24,7 @@ from typing import Callable, Mapping
 
 from treedist.control.errors import ControlError, EtcdUnavailable, WatchCompacted
 from treedist.control.etcd import EtcdClient, KeyValue
+from treedist.errors import first_line
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class MetadataCache:
             except (EtcdUnavailable, ControlError, OSError) as err:
                 if down_since is None:
                     down_since = time.monotonic()
-                    log.warning("metadata cache: %s; working from the cached copy, retrying with backoff", _first_line(err))
+                    log.warning("metadata cache: %s; working from the cached copy, retrying with backoff", first_line(err))
                 self._stop.wait(backoff)
                 backoff = min(self.max_backoff_s, backoff * 2)
 
@@ -169,8 +170,3 @@ def json_values(kvs: Mapping[str, KeyValue], strip: str) -> dict[str, object]:
         except ValueError:
             log.warning("etcd key %s holds no JSON; ignored", key)
     return out
-
-
-def _first_line(err: object) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else repr(err)

@@ -35,6 +35,7 @@ from typing import Callable, Mapping
 from treedist.control.errors import ControlError, EtcdUnavailable, LeaseExpired
 from treedist.control.etcd import Compare, EtcdClient, Op
 from treedist.control.keys import Keys
+from treedist.errors import first_line
 
 log = logging.getLogger(__name__)
 
@@ -128,10 +129,5 @@ class Membership:
                     self._down_since = self._clock()
                     left = self.fence_after_s - (self._clock() - self._last_ok)
                     log.warning("worker %s cannot renew its lease: %s; units keep running for %.0f s more, "
-                                "then stop until etcd answers", self.name, _first_line(err), max(0.0, left))
+                                "then stop until etcd answers", self.name, first_line(err), max(0.0, left))
                 backoff = min(self.renew_every_s, backoff * 2)
-
-
-def _first_line(err: object) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else repr(err)

@@ -33,6 +33,7 @@ from treedist.control.cache import MetadataCache
 from treedist.control.errors import ControlError
 from treedist.control.etcd import Compare, EtcdClient, Op, mapping
 from treedist.control.keys import Keys
+from treedist.errors import first_line
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class UnitRunner:
         try:
             self.app.start_unit(unit)
         except Exception as err:  # reported and retried; never stops the worker's other units
-            self.errors[unit] = _first_line(err)
+            self.errors[unit] = first_line(err)
             log.error("unit %s failed to start: %s; released, tried again later", unit, self.errors[unit])
             self._stop(unit, settle_s=0.0)
             self._release(unit)
@@ -132,8 +133,3 @@ class UnitRunner:
             self.client.txn([Compare.lease_is(key, self.lease())], [Op.delete(key)])
         except ControlError as err:  # the claim goes with the lease anyway
             log.warning("unit %s: could not release its claim now (%s); it goes when the lease does", unit, err)
-
-
-def _first_line(err: object) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else repr(err)

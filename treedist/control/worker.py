@@ -58,6 +58,7 @@ from treedist.control.membership import Membership
 from treedist.control.procstat import CpuMeter
 from treedist.control.runner import UnitRunner
 from treedist.driver.unit import Unit
+from treedist.errors import first_line
 
 if TYPE_CHECKING:
     from treedist.driver.process import DriverProcess
@@ -180,8 +181,8 @@ class Worker:
                 waited = time.monotonic() - started
                 limit = self.options.connect_timeout_s
                 if self._stopping() or (limit is not None and waited + backoff > limit):
-                    raise ControlError(f"{_first_line(err)}; gave up after {attempt} attempts in {waited:.0f} s") from None
-                log.warning("%s; retrying in %.0f s (attempt %d)", _first_line(err), backoff, attempt)
+                    raise ControlError(f"{first_line(err)}; gave up after {attempt} attempts in {waited:.0f} s") from None
+                log.warning("%s; retrying in %.0f s (attempt %d)", first_line(err), backoff, attempt)
                 deadline = time.monotonic() + backoff
                 while time.monotonic() < deadline and not self._stopping():
                     time.sleep(0.1)
@@ -209,11 +210,11 @@ class Worker:
             if self._etcd_down_since is None:
                 self._etcd_down_since = time.monotonic()
                 log.warning("%s; units keep running (the data path does not need etcd) while the lease "
-                            "holds; leading and assignment changes wait", _first_line(err))
+                            "holds; leading and assignment changes wait", first_line(err))
             if not self.membership.valid():
                 self.runner.reconcile()  # fencing needs no etcd: stop every unit
         except ControlError as err:
-            log.warning("control plane: %s", _first_line(err))
+            log.warning("control plane: %s", first_line(err))
         self.app.check()  # step 5
 
     def _apply_config(self) -> None:
@@ -330,8 +331,3 @@ def query_lag(query) -> int | None:
         start = end.window_start(tp)
         lag += max(0, offset - (start if start is not None else offset))
     return lag
-
-
-def _first_line(err: object) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else repr(err)

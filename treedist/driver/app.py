@@ -60,34 +60,21 @@ class DistributionApp:
         self._units = Units(deployment, spark, policy or restart_policy(deployment), jobs, live_dir, check=self.check)
         self.health = ClusterHealth({n: c.client_config() for n, c in deployment.clusters.items()})
         self._supervisor = Supervisor(self._units, self.health)
+        # What it holds, read by operations, the control plane and tests (the same objects
+        # for the application's life): the Spark session, the restart budget, THE target
+        # table (where every distributor copies to now), the background jobs, and the queries
+        # started here by query name.
+        self.spark: SparkSession = self._units.spark
+        self.policy: RestartPolicy = self._units.policy
+        self.targets: TargetTable = self._units.targets
+        self.scheduler: Scheduler = self._units.scheduler
+        self.running: dict[str, RunningQuery] = self._units.running
 
-    # -- what it holds (read by operations, the control plane and tests) ------------------------
+    # -- what changes: the deployment (`apply`), the schema distributor, the live targets dir ----
 
     @property
     def deployment(self) -> Deployment:
         return self._units.deployment
-
-    @property
-    def spark(self) -> SparkSession:
-        return self._units.spark
-
-    @property
-    def policy(self) -> RestartPolicy:
-        return self._units.policy
-
-    @property
-    def targets(self) -> TargetTable:
-        """THE target table: where every distributor copies to now."""
-        return self._units.targets
-
-    @property
-    def scheduler(self) -> Scheduler:
-        return self._units.scheduler
-
-    @property
-    def running(self) -> dict[str, RunningQuery]:
-        """The queries started here, by query name."""
-        return self._units.running
 
     @property
     def schemas(self) -> SchemaDistributor | None:

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from treedist.errors import first_line
 from treedist.records.errors import PipelineError
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ class Scheduler:
                 if state is None:  # removed meanwhile
                     return
                 state.failures += 1
-                state.last_error = _first_line(err)
+                state.last_error = first_line(err)
                 log.warning("background job %s failed (pass %d, %d failures so far): %s; next pass in %.1f s",
                             job.name, state.passes + 1, state.failures, state.last_error, job.interval_s)
 
@@ -180,8 +181,3 @@ class Scheduler:
 
     def snapshot(self) -> list[dict]:
         return [state.as_dict() for state in list(self.states.values())]
-
-
-def _first_line(err: object) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else repr(err)

@@ -12,6 +12,8 @@ partition number). In `distributor.delivery: exactly_once`, `check_connections` 
 
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
 from pydantic import SecretStr
 
 from treedist.config import Deployment
@@ -21,6 +23,8 @@ from treedist.kafka.settings_check import ClientSettingError, check_client_setti
 from treedist.records.plan import consumer_settings, producer_settings
 from treedist.records.transactions import EXACTLY_ONCE, TransactionsUnsupported, probe_transactions
 from treedist.spark.errors import SparkOptionError
+
+E = TypeVar("E", bound=Exception)
 
 
 def check_clients(deployment: Deployment) -> None:
@@ -57,18 +61,8 @@ def check_connections(deployment: Deployment, timeout_s: float = REACH_TIMEOUT_S
     """Connect to every cluster at once (threads: an unreachable one costs `timeout_s` once, not
     per cluster) with its own settings; raise ClusterConnectFailed naming every cluster that
     fails and why, on one line, in the deployment's order."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def attempt(name: str) -> ClusterConnectFailed | None:
-        try:
-            check_reachable(name, deployment.clusters[name].client_config(), timeout_s)
-        except ClusterConnectFailed as err:
-            return err
-        return None
-
-    names = list(deployment.clusters)
-    with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix="reach") as pool:
-        failures = [f for f in pool.map(attempt, names) if f is not None]
+    failures = _each_cluster(deployment, lambda name: check_reachable(name, deployment.clusters[name].client_config(),
+                                                                      timeout_s), ClusterConnectFailed, "reach")
     if failures:
         raise ClusterConnectFailed("; ".join(str(f) for f in failures), failures[0].cause)
     check_transactions(deployment, timeout_s)
@@ -80,21 +74,31 @@ def check_transactions(deployment: Deployment, timeout_s: float = REACH_TIMEOUT_
     cluster that does not, on one line, in the deployment's order."""
     if deployment.distributor.delivery != EXACTLY_ONCE:
         return
+
+    def probe(name: str) -> None:
+        settings = producer_settings(deployment.clusters[name].client_config(), deployment.distributor.delivery_timeout_ms)
+        probe_transactions(name, settings, timeout_s)
+
+    failures = _each_cluster(deployment, probe, TransactionsUnsupported, "transactions")
+    if failures:
+        raise TransactionsUnsupported("; ".join(str(f) for f in failures))
+
+
+def _each_cluster(deployment: Deployment, probe: Callable[[str], None], error: type[E], thread_name: str) -> list[E]:
+    """Run `probe(cluster)` for every cluster at once (threads: an unreachable one costs its
+    timeout once, not per cluster); the `error`s they raised, in the deployment's order."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def attempt(name: str) -> TransactionsUnsupported | None:
-        settings = producer_settings(deployment.clusters[name].client_config(), deployment.distributor.delivery_timeout_ms)
+    def attempt(name: str) -> E | None:
         try:
-            probe_transactions(name, settings, timeout_s)
-        except TransactionsUnsupported as err:
+            probe(name)
+        except error as err:
             return err
         return None
 
     names = list(deployment.clusters)
-    with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix="transactions") as pool:
-        failures = [f for f in pool.map(attempt, names) if f is not None]
-    if failures:
-        raise TransactionsUnsupported("; ".join(str(f) for f in failures))
+    with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix=thread_name) as pool:
+        return [f for f in pool.map(attempt, names) if f is not None]
 
 
 def preflight(deployment: Deployment, attempts: int = 5, timeout: float = 5.0) -> dict[str, dict[str, int]]:
