@@ -1,5 +1,5 @@
 """Fast from the first record (issue 31 point 5): receipt latency per 5 s window (a consumer on
-each target, CreateTime to receipt: benchmarks/harness/receipt_windows.py) in the first
+each target, CreateTime to receipt: benchmarks/harness/latency_probe.py) in the first
 seconds of traffic, on 4 local Apache Kafka clusters (the reference tree), 2,000 records/s on c1.
 
 Scenarios:
@@ -8,7 +8,7 @@ Scenarios:
   launch, by CreateTime. The records produced before treedist's first copy wait through its
   start-up: `first_copy_after_launch_s` says where that ends, and `after_first_copy` gives
   the windows from the first copy on (the target: p99 <= 1 s in them).
-- `failover`: `treedist worker` x2 on one etcd (default lease TTL), traffic from their start;
+- `failover`: `treedist worker` x2 on one etcd (`--lease-ttl`, default treedist's 10 s), traffic from their start;
   once every messages unit runs and `--warmup` s passed, the worker holding messages/c1 is
   SIGKILLed. Windows from the kill, by CreateTime, on c1's targets (c2, c3: one hop) and c4
   (two hops); `taken_over_after_kill_s` is when the survivor ran messages/c1.
@@ -51,14 +51,14 @@ class Probe:
     def __init__(self, boot: dict[str, str], partitions: int) -> None:
         self.hops = hops_from(REFERENCE_4, "c1")
         targets = [{"name": c, "bootstrap": boot[c], "topic": TOPIC, "partitions": partitions} for c in self.hops]
-        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.harness.receipt_windows", json.dumps({"targets": targets})],
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.harness.latency_probe", json.dumps({"targets": targets})],
                                      cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("receipt probe did not start")
 
     def result(self, origin_ms: int, until_ms: int, expected: int) -> dict:
-        self.proc.stdin.write(json.dumps({"origin_ms": origin_ms, "until_ms": until_ms, "expected": expected,
-                                          "window_s": WINDOW_S}) + "\n")
+        self.proc.stdin.write(json.dumps({"from_ms": origin_ms, "until_ms": until_ms, "expected": expected,
+                                          "window_s": WINDOW_S, "wait_s": 30}) + "\n")
         self.proc.stdin.flush()
         got = json.loads(self.proc.stdout.readline())
         return {c: {"hops": self.hops[c], **v} for c, v in got.items()}
@@ -121,7 +121,9 @@ def failover(bench: Workbench, boot: dict[str, str], args) -> dict:
     etcd = start_etcd(bench.dir / "etcd")
     spec = local_deployment(boot, topics=[TOPIC], tree=REFERENCE_4, checkpoint_location=str(bench.dir / "ck-failover"),
                             spark={"master": args.master},
-                            control={"etcd": [etcd.client_url], "prefix": f"/fs-{uuid.uuid4().hex[:8]}"})
+                            control={"etcd": [etcd.client_url], "prefix": f"/fs-{uuid.uuid4().hex[:8]}",
+                                     **({"lease_ttl": f"{args.lease_ttl:g}s", "report_interval": f"{args.lease_ttl / 4:g}s"}
+                                        if args.lease_ttl else {})})
     config = bench.dir / "failover.yaml"
     config.write_text(yaml.safe_dump(spec, sort_keys=False))
     pool = LocalWorkers(config, bench.dir / "workers", log_level="info")
@@ -179,13 +181,16 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--warmup", type=float, default=30, help="failover: seconds of steady copying before the kill")
     p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--lease-ttl", type=float, default=None,
+                   help="failover: control.lease_ttl in seconds (report_interval a quarter of it; default: treedist's, 10 s)")
     p.add_argument("--label", default="", help="a tag for the results (e.g. before/after a change)")
+    p.add_argument("--keep-dir", action="store_true", help="keep the work directory (treedist's and the workers' logs)")
     args = p.parse_args(argv)
     facts = cli.begin(args, seconds=20, warmup=10)
     out = {}
     for scenario in args.scenarios.split(","):
-        with Workbench() as bench:
-            log(f"{scenario}: 4 Apache Kafka clusters")
+        with Workbench(keep_dir=args.keep_dir) as bench:
+            log(f"{scenario}: 4 Apache Kafka clusters in {bench.dir}")
             boot = bench.brokers(clusters(REFERENCE_4), {TOPIC: args.partitions}, scenario)
             out[scenario] = {"launch": launch, "failover": failover}[scenario](bench, boot, args)
             log(json.dumps({k: v for k, v in out[scenario].items() if k != "targets"}))

@@ -6,7 +6,8 @@ Run: python -m benchmarks.harness.latency_probe '<json: targets [{name, bootstra
 partitions}], read_committed (optional: exactly-once runs read as their users must)>'. It prints `ready` once its consumers are assigned (at the end of each
 partition), then reads one JSON line on stdin, {from_ms, until_ms, expected}: the CreateTime
 range of the measured records and how many were produced in it; it keeps receiving until
-every target got them all or 20 s passed, then prints one JSON line of percentiles per target.
+every target got them all or 20 s (`wait_s`) passed, then prints one JSON line of percentiles per
+target; with `window_s` also per window of CreateTime (benchmarks/first_seconds.py).
 """
 
 from __future__ import annotations
@@ -61,13 +62,30 @@ def main(targets: list[dict], read_committed: bool = False) -> dict:
     print("ready", flush=True)
     phase = json.loads(sys.stdin.readline())
     lo, hi, expected = phase["from_ms"], phase["until_ms"], phase["expected"]
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + phase.get("wait_s", 20)
     while time.monotonic() < deadline and any(len(r.in_window(lo, hi)) < expected for r in receivers):
         time.sleep(0.5)
     for r in receivers:
         r.halt.set()
         r.join(10)
-    return {r.target["name"]: {**percentiles(r.in_window(lo, hi)), "expected": expected} for r in receivers}
+    out = {r.target["name"]: {**percentiles(r.in_window(lo, hi)), "expected": expected} for r in receivers}
+    if phase.get("window_s"):  # benchmarks/first_seconds.py: per window of CreateTime from `from_ms`
+        for r in receivers:
+            mine = [(ts, lat) for ts, lat in list(r.samples) if lo <= ts < hi]
+            out[r.target["name"]].update(first_receipt_ms=min((ts + lat for ts, lat in mine), default=None),
+                                         windows=windows(mine, lo, hi, phase["window_s"]))
+    return out
+
+
+def windows(samples: list[tuple[int, float]], origin_ms: int, until_ms: int, window_s: float) -> list[dict]:
+    """Percentiles of the latencies of the records created in each window
+    [origin + k*window_s, origin + (k+1)*window_s) before `until_ms`."""
+    width = window_s * 1000
+    grouped: list[list[float]] = [[] for _ in range(max(1, int((until_ms - origin_ms + width - 1) // width)))]
+    for ts, lat in samples:
+        if origin_ms <= ts < until_ms:
+            grouped[min(len(grouped) - 1, int((ts - origin_ms) // width))].append(lat)
+    return [{"from_s": round(k * window_s, 1), **percentiles(g)} for k, g in enumerate(grouped)]
 
 
 if __name__ == "__main__":
