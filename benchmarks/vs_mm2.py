@@ -3,7 +3,9 @@ on local Apache Kafka 4.1.1 clusters (one KRaft node each, started here, stopped
 
 Scenarios (`--scenario`, benchmarks/harness/contenders.py): `single_link` (c1 -> c2) and
 `full_sync` (4 clusters; MM2 as a 12-flow mesh, treedist on the reference tree, the loop on
-the same tree rule; 3 copies per record for all three, checked after every run).
+the same tree rule; 3 copies per record for all three, checked after every run), and `wan`
+(full_sync's clusters in two data centres behind a 40 ms WAN proxy, a process per data centre
+for each contender, only c1 producing: harness/wan.py).
 
 Drain mode (default): per round and contender, a fresh topic with a backlog of `--records`
 records (100-byte values) on every producing cluster, idle brokers, then the contender is

@@ -73,11 +73,13 @@ def start(contender: str, scenario, wan: TwoDataCentres, topic: str, partitions:
     settings["brokers"] = wan.direct
 
     def stop() -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         from treedist.local.launcher import stop_all
 
-        if stops:
-            for s in stops:
-                s()
+        if stops:  # both data centres' applications at once: each settles its in-flight batch
+            with ThreadPoolExecutor(len(stops)) as pool:
+                list(pool.map(lambda s: s(), stops))
         else:
             stop_all([p.pid for p in procs], grace=30)
 
