@@ -41,6 +41,8 @@ def command_line(args: Sequence[str], has_control: Callable[[str], bool]) -> lis
     args = list(args)
     command = args.pop(0) if args and args[0] in COMMANDS else None
     path = config_path(args)
+    if path is None and "--help" in args:
+        return [command or "run", *args]
     if path is None:
         raise typer.BadParameter(f"-c DEPLOYMENT is required under spark-submit (the embedded demo starts "
                                  f"clusters and workers of its own); {USAGE}")

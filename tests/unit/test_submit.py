@@ -24,6 +24,11 @@ def test_the_command_comes_from_the_arguments_or_the_deployment(args, control, e
     assert asked == ([] if args[0] in ("run", "worker") else [config_path(args)])
 
 
+def test_help_needs_no_deployment():
+    assert command_line(["worker", "--help"], lambda path: False) == ["worker", "--help"]
+    assert command_line(["--help"], lambda path: False) == ["run", "--help"]
+
+
 @pytest.mark.parametrize("args", [[], ["run"], ["worker", "--name", "w1"], ["-c"]])
 def test_without_a_deployment_it_is_refused(args):
     with pytest.raises(typer.BadParameter, match="-c DEPLOYMENT is required"):
