@@ -154,7 +154,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         # No copying ahead in exactly_once: the positions a transaction records end at the
         # windows' ends, and records copied past them would be copied again by the next batch.
         beyond: dict | None = (
-            {} if task.batch and task.ahead_limit != 0 and not exactly and ahead.enabled() and intents.visible() else None
+            {} if task.batch and task.ahead_limit != 0 and not exactly and intents.visible() else None
         )
         read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
