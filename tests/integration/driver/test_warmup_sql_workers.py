@@ -40,7 +40,7 @@ def test_the_queries_sql_tasks_run_in_the_workers_the_warm_up_warmed(spark, loca
     plans = plan_all(deployment, cores=slots)
     consumers = [dict(p.consumer) for p in plans]
     producers = {k: dict(v) for k, v in plans[0].warm_producers.items()}
-    probe = udf(_held(consumers, producers), "string")
+    probe = udf(_held(consumers, producers), "string", useArrow=False)
     rows = [r[0].split() for r in spark.range(0, slots, 1, slots).select(probe("id")).collect()]
     # Each SQL task ran in a warmed worker: it holds every client the queries take.
     assert len(rows) == slots and all(c == "True" and p == "True" for _, c, p in rows), rows
