@@ -167,7 +167,8 @@ def favours(args, rounds: list[dict], rate_mode: bool) -> tuple[list[str], list[
         "mm2: its copies carry no copy-flag and origin headers (treedist and the loop add ~45 bytes per copy)",
         "mm2: checkpoints, heartbeats, offset syncs, topic config and ACL sync off (on by default): only copying is measured",
         "loop: no Spark, no checkpoints, no micro-batch planning; at-least-once commits every 1 s",
-        "mm2, loop: at-least-once; duplicate copies count as landed, so a drain with duplicates is declared done "
+        ("loop, treedist_alo" if args.delivery == "exactly_once" else "mm2, loop")
+        + ": at-least-once; duplicate copies count as landed, so a drain with duplicates is declared done "
         "before every record's copy landed (`checks` names any run with duplicates)",
     ]
     if args.scenario == "single_link":
