@@ -42,7 +42,7 @@ def spark_submit(args: list[str], **popen) -> subprocess.Popen:
     """PySpark's bin/spark-submit with this venv's Python as the driver's and the executors'
     interpreter, every address on loopback."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
+           "PYSPARK_DRIVER_PYTHON": sys.executable, "COLUMNS": "200"}  # lines as printed, not wrapped
     return subprocess.Popen([str(spark_class().with_name("spark-submit")), *args], env=env, stdin=subprocess.DEVNULL,
                             **popen)
 
