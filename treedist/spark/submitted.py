@@ -47,8 +47,11 @@ def submitted_conf() -> dict[str, str] | None:
     None otherwise (driver). Reading them attaches PySpark to spark-submit's JVM."""
     if GATEWAY_ENV not in os.environ:
         return None
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
+    # Without a gateway SparkConf is a plain dict and reads nothing: attach to spark-submit's
+    # JVM first, so that SparkConf() loads its system properties (--master, --conf).
+    SparkContext._ensure_initialized()
     return dict(SparkConf().getAll())
 
 
