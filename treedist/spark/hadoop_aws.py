@@ -14,19 +14,14 @@ executor that does open an s3a path (a user's own job in the same application) f
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Mapping
 
+from treedist.maven import PinnedJars
 from treedist.spark.errors import SparkLayerError
 
 POM = Path(__file__).parent / "maven" / "hadoop-aws.pom.xml"
-COMPLETE = ".complete"
 DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
 
 
@@ -34,23 +29,20 @@ class HadoopAwsError(SparkLayerError):
     """hadoop-aws is not resolved, or Maven could not resolve it."""
 
 
+JARS = PinnedJars(POM, "hadoop-aws", "hadoop-aws", "hadoop.version", HadoopAwsError)
+
+
 def hadoop_version() -> str:
-    match = re.search(r"<hadoop\.version>([^<]+)</hadoop\.version>", POM.read_text())
-    if not match:
-        raise HadoopAwsError(f"{POM} names no <hadoop.version>")
-    return match.group(1)
+    return JARS.version()
 
 
 def cache_dir() -> Path:
-    """`$TREEDIST_CACHE` or `~/.cache/treedist`, one folder per pom content."""
-    root = Path(os.environ.get("TREEDIST_CACHE") or Path.home() / ".cache" / "treedist")
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
-    return root / f"hadoop-aws-{hadoop_version()}-{digest}"
+    return JARS.cache_dir()
 
 
 def jars() -> list[Path]:
     """The resolved jars; raises naming the command to run when they are not there."""
-    if not (cache_dir() / COMPLETE).exists():
+    if not JARS.complete():
         raise HadoopAwsError(
             f"hadoop-aws {hadoop_version()} (for an s3a:// checkpoint_location) is not resolved in {cache_dir()}: "
             "run scripts/bootstrap (or `python -m treedist.spark.hadoop_aws`)")
@@ -72,34 +64,8 @@ def session_conf(location: str, conf: Mapping[str, str]) -> dict[str, str]:
 
 def resolve() -> Path:
     """Resolve the pinned jars with Maven unless already complete (idempotent)."""
-    target = cache_dir()
-    if (target / COMPLETE).exists():
-        return target / "lib"
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise HadoopAwsError("mvn is not on PATH: hadoop-aws is resolved with Maven")
-    partial = target / "lib.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    proc = subprocess.run([mvn, "-B", "-q", "-f", str(POM), "dependency:copy-dependencies", "-DincludeScope=runtime",
-                           f"-DoutputDirectory={partial}"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise HadoopAwsError(f"mvn could not resolve hadoop-aws {hadoop_version()}:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-    shutil.rmtree(target / "lib", ignore_errors=True)
-    partial.rename(target / "lib")
-    (target / COMPLETE).write_text(hadoop_version() + "\n")
-    return target / "lib"
-
-
-def main() -> int:
-    try:
-        lib = resolve()
-    except HadoopAwsError as err:
-        print(f"hadoop_aws: {err}", file=sys.stderr)
-        return 1
-    print(f"hadoop-aws {hadoop_version()}: {len(list(lib.glob('*.jar')))} jars in {lib}")
-    return 0
+    return JARS.resolve()
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(JARS.main("hadoop_aws"))
