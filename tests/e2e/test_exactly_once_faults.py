@@ -21,7 +21,7 @@ from treedist.local.deployment import local_deployment
 from treedist.local.launcher import restart_broker, wait_ready
 from treedist.driver.app import DistributionApp
 
-from tests.e2e.test_crash_restart import kill_9_mid_stream, kill_group, start_app, still_running
+from tests.e2e.test_crash_restart import kill_9_mid_stream, restart_until_complete
 from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce_concurrently, wait_until_complete
 
 pytestmark = pytest.mark.e2e
@@ -62,16 +62,7 @@ def test_kill_9_of_treedist_mid_stream_then_restart_no_loss_no_duplicates(local_
 
     second = produce_concurrently(bootstrap, unique_topic, 500, 4)
     total = first + second
-    app = start_app(config, log)
-    try:
-        report = wait_until_complete(deployment, unique_topic, timeout=420, check=still_running(app, log))
-    finally:
-        kill_group(app, signal.SIGINT)
-        try:
-            app.wait(60)
-        except subprocess.TimeoutExpired:
-            kill_group(app, signal.SIGKILL)
-            app.wait(30)
+    report = restart_until_complete(config, log, deployment, unique_topic, timeout=420)
     assert report.expected == total
     assert [c.missing for c in report.clusters] == [0] * len(CLUSTERS), report
     print(f"kill -9, exactly_once: duplicates { {c.cluster: c.duplicated for c in report.clusters} }")

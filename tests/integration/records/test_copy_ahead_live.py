@@ -90,9 +90,7 @@ def test_records_past_a_window_are_copied_in_its_task_and_the_next_batch_starts_
     assert [(w.from_offset, w.until_offset) for w in task.windows] == [(150, 160)]
     assert run_task(plan, task).copied == 10
 
-    report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
-    assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
-    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 160, timeout=30) == {"c2": 160}
+    _assert_c2_holds_each_once(bootstrap, deployment, unique_topic, 160)
 
 
 def test_the_batch_after_copying_ahead_waits_for_new_records_and_records_the_copied_positions_with_them(
@@ -112,9 +110,7 @@ def test_the_batch_after_copying_ahead_waits_for_new_records_and_records_the_cop
     assert [(w.from_offset, w.until_offset) for w in task.windows] == [(150, 160)]
     assert run_task(plan, task).copied == 10
 
-    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 160, timeout=30) == {"c2": 160}
-    report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
-    assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
+    _assert_c2_holds_each_once(bootstrap, deployment, unique_topic, 160)
 
 
 def test_an_intent_of_another_batch_or_window_end_is_not_acted_upon(local_kafka, unique_topic, tmp_path):
@@ -149,9 +145,7 @@ def test_copying_ahead_keeps_a_batch_within_max_records_per_trigger(local_kafka,
     assert [(w.from_offset, w.until_offset) for w in task.windows] == [(120, 150)]
     assert run_task(plan, task).copied == 30  # nothing more was produced: nothing ahead
 
-    report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
-    assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
-    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, 150, timeout=30) == {"c2": 150}
+    _assert_c2_holds_each_once(bootstrap, deployment, unique_topic, 150)
 
 
 def test_records_that_keep_arriving_while_a_task_copies_ahead_are_copied_once_and_the_next_batch_follows(
@@ -180,8 +174,13 @@ def test_records_that_keep_arriving_while_a_task_copies_ahead_are_copied_once_an
         [[(stats.copied, total)]] if stats.copied < total else [])
     assert sum(run_task(plan, t).copied for t in tasks) == total - stats.copied
 
-    assert wait_for_counts({"c2": bootstrap["c2"]}, unique_topic, total, timeout=60) == {"c2": total}
-    report = {c.cluster: c for c in verify_topic(deployment, unique_topic).clusters}["c2"]
+    _assert_c2_holds_each_once(bootstrap, deployment, unique_topic, total, timeout=60)
+
+
+def _assert_c2_holds_each_once(bootstrap, deployment, topic: str, count: int, timeout: float = 30) -> None:
+    """c2 holds `count` records of `topic`, each once, in order, matching its original."""
+    assert wait_for_counts({"c2": bootstrap["c2"]}, topic, count, timeout=timeout) == {"c2": count}
+    report = {c.cluster: c for c in verify_topic(deployment, topic).clusters}["c2"]
     assert (report.missing, report.duplicated, report.order_violations, report.mismatched) == (0, 0, 0, 0)
 
 
