@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from treedist.errors import first_line
-from treedist.records.errors import PipelineError
+from treedist.driver.errors import DriverError
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class Scheduler:
         self.jobs = list(self.jobs)
         names = [job.name for job in self.jobs]
         if len(set(names)) != len(names):
-            raise PipelineError(f"background job names must be unique, got {names}")
+            raise DriverError(f"background job names must be unique, got {names}")
         self.states = {job.name: JobState(job.name, job.interval_s) for job in self.jobs}
 
     def job(self, name: str) -> Job | None:
@@ -88,7 +88,7 @@ class Scheduler:
         `interval_s`, or at once when it says `run_before_start`)."""
         with self._lock:
             if self.job(job.name) is not None:
-                raise PipelineError(f"background job {job.name!r} is already scheduled")
+                raise DriverError(f"background job {job.name!r} is already scheduled")
             self.jobs.append(job)
             self.states[job.name] = JobState(job.name, job.interval_s)
             if self._started:
@@ -117,7 +117,7 @@ class Scheduler:
                 try:
                     self._pass(job)
                 except Exception as err:
-                    raise PipelineError(f"background job {job.name!r} failed before the distributors started: {err}") from err
+                    raise DriverError(f"background job {job.name!r} failed before the distributors started: {err}") from err
 
     def start(self) -> None:
         """Steps 2-3: one daemon thread per job."""

@@ -31,7 +31,7 @@ from pyspark.sql.streaming import StreamingQuery
 from treedist.config import Deployment
 from treedist.config.durations import parse_duration_or_zero, spark_interval
 from treedist.kafka.admin import admin_client, ensure_topics
-from treedist.records.errors import PipelineError
+from treedist.driver.errors import DriverError
 from treedist.registry.distribute import SchemaConflict, copy_for_target
 from treedist.registry.errors import MalformedRecord
 from treedist.registry.records import decode
@@ -47,7 +47,7 @@ class SchemaDistributor:
     def __init__(self, deployment: Deployment, spark: SparkSession, trigger_interval: str | float | None = None,
                  max_restarts: int = 3, backoff_seconds: float = 2.0):
         if deployment.schemas is None:
-            raise PipelineError("no schemas section in the deployment: nothing to distribute")
+            raise DriverError("no schemas section in the deployment: nothing to distribute")
         self.deployment, self.spark = deployment, spark
         self.schemas = deployment.schemas
         self.primary = self.schemas.primary
@@ -98,7 +98,7 @@ class SchemaDistributor:
         if self.query is None or self.query.isActive or self.query.exception() is None:
             return
         if self.restarts >= self.max_restarts:
-            raise PipelineError(f"query {self.query_name} (schema distributor of {self.primary!r}) failed "
+            raise DriverError(f"query {self.query_name} (schema distributor of {self.primary!r}) failed "
                                 f"{self.restarts + 1} times; last error: {self.query.exception()}")
         self.restarts += 1
         log.warning("query %s failed (%s); restarting from its checkpoint", self.query_name, self.query.exception())

@@ -48,7 +48,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import LongType, StructField, StructType
 
 from treedist.records import ahead
-from treedist.records.errors import PipelineError
+from treedist.driver.errors import DriverError
 from treedist.driver.legacy import last_committed_end
 from treedist.records.plan import ClusterPlan
 from treedist.records.positions import (
@@ -311,7 +311,7 @@ class DistributorReader(DataSourceStreamReader):
         from treedist.records.task import run_task
 
         if not isinstance(partition, ReadTask):
-            raise PipelineError(f"unexpected input partition {partition!r}")
+            raise DriverError(f"unexpected input partition {partition!r}")
         stats = run_task(self.plan, partition)
         self.counters.add(stats.vector())
         yield summary_batch(stats.records_in, stats.copied, stats.bytes)

@@ -37,7 +37,7 @@ from treedist.driver.supervision import LinkState, RestartPolicy, Supervision
 from treedist.driver.unit import Unit
 from treedist.errors import first_line
 from treedist.records.counters import ClusterCounters
-from treedist.records.errors import PipelineError
+from treedist.driver.errors import DriverError, UnknownUnit
 from treedist.records.plan import ClusterPlan, plan_cluster
 from treedist.topology.targets import TargetTable
 
@@ -180,7 +180,7 @@ class Units:
 
     def start_unit(self, unit: Unit, startup_timeout: float = 120.0) -> None:
         """Start one unit from its checkpoint (its previous run must have ended, here or on
-        another worker: the control plane's handover guarantees it). Raises PipelineError for
+        another worker: the control plane's handover guarantees it). Raises UnknownUnit for
         a unit the deployment does not have."""
         cluster, deployment = unit.cluster, self.deployment
         if unit.id in self.ids():
@@ -197,7 +197,7 @@ class Units:
         elif unit.kind == "schemas" and deployment.schemas is not None and cluster == deployment.schemas.primary:
             self.start_schemas()
         else:
-            raise PipelineError(f"unit {unit.id!r} is not a unit of this deployment")
+            raise UnknownUnit(f"unit {unit.id!r} is not a unit of this deployment")
         log.info("unit %s started", unit.id)
 
     def stop_unit(self, unit: Unit, settle_seconds: float = 10.0) -> None:
@@ -246,7 +246,7 @@ class Units:
                 try:
                     self.start_unit(unit)
                     changed[unit.id] = "restarted"
-                except PipelineError:
+                except DriverError:
                     changed[unit.id] = "removed"  # the new deployment has no such unit
         return changed
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 TREEDIST = str(Path(sys.executable).parent / "treedist")
@@ -66,3 +67,26 @@ def test_an_unexpected_error_is_one_line_and_exit_3_with_the_traceback_only_with
         last = err.strip().splitlines()[-1]
         assert last == "error: unexpected RuntimeError: the disk went away (rerun with --debug for the traceback)", err
         assert ("Traceback (most recent call last)" in err) is traceback_expected
+
+
+def test_a_driver_error_is_bad_input_like_every_package_root(monkeypatch, capsys):
+    """The driver's root exception (treedist.driver.errors.DriverError, e.g. an old checkpoint
+    that cannot be read) maps like config's or control's: one line, exit 2, no traceback."""
+    import typer
+
+    import treedist.cli as cli
+    from treedist.driver.errors import DriverError
+
+    broken = typer.Typer()
+
+    @broken.command()
+    def explode() -> None:
+        raise DriverError("old checkpoint /x: batch 3 is committed but /x/offsets/3 cannot be read: it is missing")
+
+    monkeypatch.setattr(cli, "app", broken)
+    monkeypatch.setattr(sys, "argv", ["treedist"])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["error: old checkpoint /x: batch 3 is committed but /x/offsets/3 cannot be read: it is missing"]

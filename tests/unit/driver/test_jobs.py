@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from treedist.records.errors import PipelineError
+from treedist.driver.errors import DriverError
 from treedist.driver.jobs import Scheduler
 
 
@@ -68,7 +68,7 @@ def test_run_before_start_runs_only_jobs_that_ask_and_names_a_failing_job():
     first, later = CountingJob("topics", before=True), CountingJob("offsets")
     Scheduler([first, later]).run_before_start()
     assert (first.calls, later.calls) == (1, 0)
-    with pytest.raises(PipelineError, match="'topics' failed before the distributors started: pass 1 broke"):
+    with pytest.raises(DriverError, match="'topics' failed before the distributors started: pass 1 broke"):
         Scheduler([CountingJob("topics", before=True, fail_on={1})]).run_before_start()
 
 
@@ -84,5 +84,5 @@ def test_no_pass_runs_after_stop():
 
 
 def test_job_names_are_unique():
-    with pytest.raises(PipelineError, match="unique"):
+    with pytest.raises(DriverError, match="unique"):
         Scheduler([CountingJob("a"), CountingJob("a")])
