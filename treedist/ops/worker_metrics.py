@@ -17,6 +17,7 @@ from typing import Iterator
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from treedist.driver.unit import Unit
 from treedist.endpoints import Exposure
 from treedist.ops.metrics import MetricsServer
 from treedist.ops.snapshot import StatusSource
@@ -45,7 +46,8 @@ class UnitsSource:
 
     def snapshot(self, max_age_s: float = 1.0) -> dict:
         snap = self.source.snapshot(max_age_s)
-        here = {u.split("/", 1)[1] for u in _running_units(self.app) if u.startswith("messages/")}
+        units = (Unit.parse(unit_id) for unit_id in _running_units(self.app))
+        here = {unit.cluster for unit in units if unit.kind == "messages"}
         return {**snap, "links": [link for link in snap["links"] if link["cluster"] in here]}
 
 
