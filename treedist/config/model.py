@@ -402,6 +402,16 @@ class DistributorConfig(Frozen):
         description="How often a query looks for new records when its last batch found none (under load "
                     "batches run back to back); 0: as fast as Spark can.",
     )
+    task_linger: DurationOrZero = Field(
+        default=0.0,
+        description="How long a query's task keeps tailing its partitions after its windows, copying each "
+                    "run of records as it arrives even without a backlog (`treedist.records.ahead`), so that "
+                    "at low rates a query runs about one micro-batch per linger instead of several per second "
+                    "(Spark's fixed cost per batch). 0: a task copies ahead only while a backlog keeps arriving. "
+                    "A lingering task holds a Spark task slot: with a local master, the application then runs "
+                    "at least one task thread per cluster query. Ends early when the link stops or its targets "
+                    "switch (local executors); not in `delivery: exactly_once` (no copying ahead there).",
+    )
     malformed_flags: MalformedFlagsPolicy = Field(
         default=MalformedFlagsPolicy.COPY,
         description="A copy-flag header that does not parse: `copy` treats it as 0, so the record goes to "

@@ -38,6 +38,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def spark_master(deployment: "Deployment") -> str:
+    """The deployment's Spark master; with lingering tasks (`distributor.task_linger`), a
+    local master gets at least one task thread per streaming query (every cluster with
+    distributors, and the schema query). Why: a lingering task holds its slot for the
+    linger, mostly waiting on the network; with fewer threads than queries, the queries
+    would take turns and a record could wait a whole linger for its query's slot."""
+    from treedist.spark.session import with_task_threads
+
+    settings = deployment.distributor
+    if settings.task_linger <= 0 or settings.delivery == "exactly_once":
+        return deployment.spark.master
+    topology = deployment.topology()
+    queries = sum(1 for c in topology.clusters if topology.distributors[c]) + (deployment.schemas is not None)
+    master = with_task_threads(deployment.spark.master, queries)
+    if master != deployment.spark.master:
+        log.info("task_linger: Spark master %s -> %s (a task thread per query)", deployment.spark.master, master)
+    return master
+
+
 class DriverProcess(ExitStack):
     """ExitStack of a driver command's parts, with SIGTERM/SIGINT handled (`StopSignals`)."""
 
@@ -77,7 +96,7 @@ class DriverProcess(ExitStack):
         from treedist.spark.hadoop_aws import session_conf  # S3A jars for an s3a:// checkpoint_location
         from treedist.spark.session import build_session
 
-        spark = build_session(deployment.spark.master, deployment.spark.app_name,
+        spark = build_session(spark_master(deployment), deployment.spark.app_name,
                               session_conf(deployment.checkpoint_location, deployment.spark.conf))
         (self if stack is None else stack).callback(spark.stop)
         self.signals.reinstall()

@@ -294,7 +294,15 @@ class DistributorReader(DataSourceStreamReader):
             self._make_ahead_dir()
         token = batch_token(end)
         share = ahead_share(sum(w.count for w in windows), self.plan.max_records_per_trigger or None, len(groups))
-        return [ReadTask(tuple(group), targets, token, share) for group in groups]
+        return [ReadTask(tuple(group), targets, token, share, self._linger_s()) for group in groups]
+
+    def _linger_s(self) -> float:
+        """Driver: how long this batch's tasks linger (`treedist.records.ahead`, "Lingering"):
+        the plan's `task_linger_s`, none in exactly_once (no copying ahead there) nor once the
+        query was marked stopping (its batch in flight then ends soon)."""
+        if self.plan.task_linger_s <= 0 or self.plan.delivery == "exactly_once":
+            return 0.0
+        return 0.0 if ahead.is_stopping(self.plan.live_targets) else self.plan.task_linger_s
 
     def commit(self, end: dict) -> None:
         """Driver, after the batch ending at `end` is in the commit log: nothing to do, the

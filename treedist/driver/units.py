@@ -36,6 +36,7 @@ from treedist.driver.startup import await_first_read, await_sources
 from treedist.driver.supervision import LinkState, RestartPolicy, Supervision
 from treedist.driver.unit import Unit
 from treedist.errors import first_line
+from treedist.records import ahead
 from treedist.records.counters import ClusterCounters
 from treedist.driver.errors import DriverError, UnknownUnit
 from treedist.records.plan import ClusterPlan, plan_cluster
@@ -135,6 +136,7 @@ class Units:
         if self.on_query_start is not None and plan.query_name not in self.running:
             self.on_query_start(plan)
         self.write_live_targets(plan)  # a restart (or a failover) starts on the table's targets
+        ahead.clear_stopping(plan.live_targets)  # its tasks may linger again
         return start_cluster_query(self.spark, plan, counters, self.deployment.distributor.trigger_interval)
 
     def restart(self, run: RunningQuery) -> None:
@@ -272,7 +274,11 @@ class Units:
 
 
 def stop_query(run: RunningQuery, deadline: float) -> None:
-    """Stop `run`'s query once its batch in flight finished or `deadline` passed (driver)."""
+    """Stop `run`'s query once its batch in flight finished or `deadline` passed (driver).
+    The query is first marked stopping: a lingering task ends and no new one lingers
+    (`treedist.records.ahead`, "Lingering"), so a batch in flight ends about as soon as
+    without lingering."""
+    ahead.mark_stopping(run.plan.live_targets)
     while time.monotonic() < deadline and run.query.isActive and run.query.status.get("isTriggerActive"):
         time.sleep(0.05)
     run.supervision.state = LinkState.STOPPED

@@ -90,6 +90,9 @@ class ClusterPlan:
     # The `fs.s3a.*` settings of `spark.conf`: how planners and executors reach an s3a://
     # checkpoint (treedist.spark.checkpoint_fs); empty for other locations' needs.
     checkpoint_options: Mapping[str, str] | None = None
+    # `distributor.task_linger` in seconds: how long a task keeps copying ahead without a
+    # backlog (treedist.records.ahead, "Lingering"); 0: only while a backlog keeps arriving.
+    task_linger_s: float = 0.0
 
     @property
     def store(self) -> checkpoint_fs.Store:
@@ -175,6 +178,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         delivery=settings.delivery,
         on_uncopyable=settings.on_uncopyable,
         dead_letter_topic=settings.dead_letter_topic,
+        task_linger_s=settings.task_linger,
     )
 
 

@@ -202,6 +202,9 @@ class ReadTask(InputPartition):
     batch: str = ""  # batch_token of the batch's end: names its copied-ahead intents ("" = none)
     # The most records the task may copy ahead (`ahead_share`); None: no bound but memory's.
     ahead_limit: int | None = None
+    # How long the task keeps copying ahead without a backlog (`distributor.task_linger`,
+    # `treedist.records.ahead` "Lingering"); 0: only while a backlog keeps arriving.
+    linger_s: float = 0.0
 
     @property
     def count(self) -> int:

@@ -16,7 +16,8 @@ Runs in an executor (a Python worker), inside the source's `read()`. Steps:
    short batch is never returned;
    3b. copy ahead (`treedist.records.ahead`): the records already received past the end
    of a window that every level copies whole are copied too, and then, while a backlog keeps
-   arriving, what the consumer fetches next (about a second at most), each partition's
+   arriving, what the consumer fetches next (about a second at most; with
+   `distributor.task_linger`, also without a backlog for that long), each partition's
    intent file written before its records are copied;
 4. unassign the consumer, then `finish()` every producer: flush and check every delivery;
    any failed or undelivered record raises, so the task fails and Spark retries it. Why
@@ -158,7 +159,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         )
         read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
-            copy_ahead(consumer, task, beyond, copier.copy, intents)
+            copy_ahead(consumer, task, beyond, copier.copy, intents, plan.live_targets)
         consumer.unassign()
         for target, stats in zip(level_targets, copier.stats.levels):
             producers[target].count(stats.copied, 0)
@@ -360,7 +361,8 @@ def _keep_beyond(beyond: dict, tp: tuple, records: list, floor: int) -> None:
     kept.extend(m for m in records if m.offset() >= low)
 
 
-def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, intents: ahead.Intents) -> None:
+def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, intents: ahead.Intents,
+               live_targets: str | None = None) -> None:
     """Step 3b (executor; `treedist.records.ahead`): after every window was read, copy the
     records past the end of the uniform windows, and go on while a backlog keeps arriving.
     All of it within the task's `ahead_limit` (its share of what `max_records_per_trigger`
@@ -376,8 +378,12 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, int
     3. for at most AHEAD_LINGER_S: consume what arrives (waiting up to AHEAD_WAIT_S), write the
        intents of the partitions it advances, then copy it; stop after a consume that brought
        fewer than AHEAD_MIN_RECORDS records (no backlog: the next batch takes what comes, and
-       the task frees its core for the other queries). A partition with a consumer error
-       stops where it is (its records past that are read again by the next batch).
+       the task frees its core for the other queries). With `task.linger_s` (lingering,
+       `treedist.records.ahead`), the task goes on without a backlog until linger_s, each
+       consume waiting up to LINGER_WAIT_S, unless the query is stopping or its targets
+       switched (`LingerWatch` on `live_targets`); `ahead.keep_copying` decides. A partition
+       with a consumer error stops where it is (its records past that are read again by the
+       next batch).
 
     The producers' `finish()` follows: the batch commits only once every copy landed.
     Streaming (step 3) holds no more than one consume's records.
@@ -390,9 +396,14 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, int
     held = sum(len(v) for v in beyond.values())
     copied_to = {tp: w.until_offset for tp, w in uniform.items()}
     _copy_beyond(beyond, uniform, copied_to, list(uniform), on_records, intents, task.batch)
-    deadline = time.monotonic() + AHEAD_LINGER_S
-    while held < cap and time.monotonic() < deadline:
-        messages = consumer.consume(min(CONSUME_BATCH, cap - held), AHEAD_WAIT_S)
+    began, took = time.monotonic(), AHEAD_MIN_RECORDS  # the first consume looks for a backlog
+    watch = ahead.LingerWatch(live_targets if task.linger_s > 0 else None)
+    while held < cap:
+        left = max(AHEAD_LINGER_S, task.linger_s) - (time.monotonic() - began)
+        if left <= 0:
+            break
+        messages = consumer.consume(min(CONSUME_BATCH, cap - held),
+                                    ahead.consume_wait(took, AHEAD_MIN_RECORDS, AHEAD_WAIT_S, left))
         received: dict[tuple, list] = {}  # this consume's records per partition, in offset order
         for msg in messages:
             tp = (msg.topic(), msg.partition())
@@ -411,7 +422,8 @@ def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, int
         if fresh:
             _copy_beyond(fresh, uniform, copied_to, list(fresh), on_records, intents, task.batch)
         held += len(messages)
-        if took < AHEAD_MIN_RECORDS:
+        if not ahead.keep_copying(took, time.monotonic() - began, task.linger_s, watch.ended(),
+                                  min_records=AHEAD_MIN_RECORDS, backlog_s=AHEAD_LINGER_S):
             break
 
 

@@ -137,6 +137,19 @@ def local_cores(master: str) -> int | None:
     return int(match.group(1))
 
 
+def with_task_threads(master: str, threads: int) -> str:
+    """`master` with at least `threads` task threads if it is local (`local`, `local[N]`,
+    `local[N,F]`, `local[*]`; F kept), any other master unchanged. Driver, pure but for
+    `local[*]`'s core count."""
+    master = master.strip()
+    cores = local_cores(master)
+    if cores is None or cores >= threads:
+        return master
+    match = _LOCAL_MASTER.fullmatch(master)
+    failures = master[master.index(",") + 1:-1] if match is not None and "," in master else None
+    return f"local[{threads},{failures}]" if failures is not None else f"local[{threads}]"
+
+
 STARTUP_DIR = str(Path(__file__).resolve().parent / "startup")
 
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from treedist.spark.session import local_cores
+from treedist.spark.session import local_cores, with_task_threads
 
 
 @pytest.mark.parametrize(
@@ -28,3 +28,12 @@ def test_a_star_master_gives_the_machines_cores():
 @pytest.mark.parametrize("master", ["spark://host:7077", "yarn", "k8s://https://api:6443", "local[2]x", "local[]"])
 def test_any_other_master_gives_none(master):
     assert local_cores(master) is None
+
+
+@pytest.mark.parametrize(
+    "master, threads, expected",
+    [("local[2,4]", 4, "local[4,4]"), ("local[2]", 3, "local[3]"), ("local", 2, "local[2]"),
+     ("local[8,4]", 4, "local[8,4]"), (" local[4,2] ", 4, "local[4,2]"), ("spark://host:7077", 9, "spark://host:7077")],
+)
+def test_lingering_gives_a_local_master_a_task_thread_per_query(master, threads, expected):
+    assert with_task_threads(master, threads) == expected
