@@ -6,10 +6,9 @@ from pathlib import Path
 
 import typer
 
-from treedist.cli.endpoint_options import (AuthPasswordOption, AuthUserOption, InsecureOption, TlsCertOption, TlsKeyOption,
-                                          exposure)
-from treedist.cli.status_cmd import LogFileOption, LogLevelOption
+from treedist.cli.endpoint_options import EXPOSURE_FLAGS, LogFileOption, LogLevelOption, exposed_by_flags
 from treedist.config import load_deployment
+from treedist.endpoints import LOOPBACK, Exposure
 
 registry_app = typer.Typer(help="The Confluent-compatible schema registry kept in a cluster's _schemas topic.", no_args_is_help=True)
 
@@ -18,18 +17,18 @@ def register(app: typer.Typer) -> None:
     app.add_typer(registry_app, name="registry")
 
 
+# --host too: the registry's flag before --bind was shared
+HostOption = typer.Option(LOOPBACK, "--bind", "--host", help="Address to listen on (loopback by default); any other needs "
+                                                            "--auth-user/--auth-password, or --insecure.")
+
+
 @registry_app.command("serve")
+@exposed_by_flags(bind=HostOption)
 def serve(
     config: Path = typer.Option(..., "--config", "-c", help="Deployment YAML."),
     cluster: str = typer.Option(..., "--cluster", help="The cluster whose _schemas topic holds this registry's state."),
     port: int = typer.Option(None, "--port", help="Port (default: the port of schemas.registries.<cluster>, else 8081)."),
-    host: str = typer.Option("127.0.0.1", "--bind", "--host", help="Address to listen on (loopback by default); any "
-                                                                "other needs --auth-user/--auth-password, or --insecure."),
-    tls_cert: Path = TlsCertOption,
-    tls_key: Path = TlsKeyOption,
-    auth_user: str = AuthUserOption,
-    auth_password: str = AuthPasswordOption,
-    insecure: bool = InsecureOption,
+    exposed: Exposure = EXPOSURE_FLAGS,  # --bind/--host, --tls-cert, --tls-key, --auth-user, --auth-password, --insecure
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
@@ -42,7 +41,6 @@ def serve(
     from treedist.ops.logs import setup_logging
     from treedist.registry.serve import serve_forever
 
-    exposed = exposure(host, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     setup_logging(log_level, log_file)
     deployment = load_deployment(config)
     deployment.cluster(cluster)

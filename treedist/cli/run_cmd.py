@@ -17,9 +17,8 @@ from rich.live import Live
 from rich.table import Table
 
 from treedist.cli.common import console, load
-from treedist.cli.endpoint_options import (AuthPasswordOption, AuthUserOption, BindOption, InsecureOption, TlsCertOption,
-                                          TlsKeyOption, exposure)
-from treedist.cli.status_cmd import LogFileOption, LogLevelOption
+from treedist.cli.endpoint_options import (EXPOSURE_FLAGS, LogFileOption, LogLevelOption, UiPortOption, exposed_by_flags,
+                                          metrics_port_option)
 from treedist.config import Deployment, parse_deployment
 from treedist.kafka import admin_client, ensure_topics
 from treedist.kafka.offsets import OffsetReader
@@ -31,6 +30,7 @@ from treedist.local.deployment import write_local_deployment
 from treedist.driver.lifecycle import StopRequested, StopSignals
 from treedist.driver.process import DriverProcess
 from treedist.driver.preflight import check_clients, check_connections
+from treedist.endpoints import Exposure
 
 DEMO_TOPIC = "demo"
 
@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
 
 
+@exposed_by_flags()
 def run(
     config: Path = typer.Option(None, "--config", "-c", help="Deployment YAML; without it, the embedded 4-cluster demo."),
     duration: float = typer.Option(None, "--duration", help="Stop after this many seconds (default: run until Ctrl-C or SIGTERM)."),
@@ -47,18 +48,13 @@ def run(
     state_dir: Path = typer.Option(Path(".treedist/demo"), "--state-dir", help="Demo only: clusters, checkpoints and config (wiped at start; only a new, empty or treedist-marked directory)."),
     keep_clusters: bool = typer.Option(False, "--keep-clusters", help="Demo only: leave the local clusters running afterwards."),
     drain_timeout: float = typer.Option(180.0, "--drain-timeout", help="Demo only: seconds to wait for distributors to catch up before verifying."),
-    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (or --bind; 0: off)."),
-    ui_port: int = typer.Option(0, "--ui-port", help="Serve the live web view on 127.0.0.1:PORT (or --bind; 0: off)."),
+    metrics_port: int = metrics_port_option(),
+    ui_port: int = UiPortOption,
     workers: int = typer.Option(1, "--workers", min=1, help="Demo only: control-plane workers to start (kill one "
                                                             "to see its units fail over to the others)."),
     engine: str = typer.Option("kafka", "--engine", help="Demo only: the local clusters' engine: kafka (Apache Kafka, "
                                                          "KRaft; ~10 s to start 4) or noida (noida-db, the quick option)."),
-    bind: str = BindOption,
-    tls_cert: Path = TlsCertOption,
-    tls_key: Path = TlsKeyOption,
-    auth_user: str = AuthUserOption,
-    auth_password: str = AuthPasswordOption,
-    insecure: bool = InsecureOption,
+    exposed: Exposure = EXPOSURE_FLAGS,  # --bind, --tls-cert, --tls-key, --auth-user, --auth-password, --insecure
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
@@ -76,7 +72,6 @@ def run(
     Example: treedist run -c deploy.yaml --metrics-port 9100 --ui-port 8080"""
     from treedist.ops.logs import setup_logging
 
-    exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     ops = Ops(metrics_port, ui_port, setup_logging(log_level, log_file), str(config or ""), exposed)
     with DriverProcess(console.print) as process:
         if config is not None:

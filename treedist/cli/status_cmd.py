@@ -13,41 +13,35 @@ import typer
 from rich.table import Table
 
 from treedist.cli.common import ConfigOption, JsonOption, console, load, print_json
-from treedist.cli.endpoint_options import (AuthPasswordOption, AuthUserOption, BindOption, InsecureOption, TlsCertOption,
-                                          TlsKeyOption, exposure)
-
-LogLevelOption = typer.Option("warning", "--log-level", help="debug, info, warning or error (long-running commands).")
-LogFileOption = typer.Option(None, "--log-file", help="Also write the log to this file.")
+from treedist.cli.endpoint_options import (EXPOSURE_FLAGS, LogFileOption, LogLevelOption, UiPortOption, exposed_by_flags,
+                                          metrics_port_option)
+from treedist.endpoints import Exposure
 
 
 def register(app: typer.Typer) -> None:
     app.command("status")(status)
 
 
+@exposed_by_flags()
 def status(
     config: Path = ConfigOption,
     as_json: bool = JsonOption,
-    ui_port: int = typer.Option(0, "--ui-port", help="Serve the web view on 127.0.0.1:PORT (or --bind) until Ctrl-C (0: off)."),
-    metrics_port: int = typer.Option(0, "--metrics-port", help="With --ui-port: also serve Prometheus metrics (0: off)."),
-    bind: str = BindOption,
-    tls_cert: Path = TlsCertOption,
-    tls_key: Path = TlsKeyOption,
-    auth_user: str = AuthUserOption,
-    auth_password: str = AuthPasswordOption,
-    insecure: bool = InsecureOption,
+    ui_port: int = UiPortOption,
+    metrics_port: int = metrics_port_option(" (with --ui-port)"),
+    exposed: Exposure = EXPOSURE_FLAGS,  # --bind, --tls-cert, --tls-key, --auth-user, --auth-password, --insecure
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
     """Per link: state, copied records per second, lag in records and in seconds, last batch.
 
     The state is running, waiting for an unreachable cluster, or failed. Works against a
-    running deployment from another shell (it reads the brokers and the checkpoints).
+    running deployment from another shell (it reads the brokers and the checkpoints). With
+    --ui-port it serves the web view (and with --metrics-port the metrics) until Ctrl-C.
 
     Example: treedist status -c deploy.yaml --json"""
     from treedist.ops.logs import setup_logging
     from treedist.ops.snapshot import StatusSource
 
-    exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     deployment = load(config)
     if not ui_port:
         # One look: what the retries and librdkafka would log is in the table (state, and the

@@ -11,10 +11,10 @@ from pathlib import Path
 import typer
 
 from treedist.cli.common import ConfigOption, console
-from treedist.cli.endpoint_options import (AuthPasswordOption, AuthUserOption, BindOption, InsecureOption, TlsCertOption,
-                                          TlsKeyOption, exposure)
-from treedist.cli.status_cmd import LogFileOption, LogLevelOption
+from treedist.cli.endpoint_options import (EXPOSURE_FLAGS, LogFileOption, LogLevelOption, StatusPortOption, exposed_by_flags,
+                                          metrics_port_option)
 from treedist.control.errors import ControlError
+from treedist.endpoints import Exposure
 
 _LABEL = re.compile(r"^([A-Za-z0-9._-]+)=([A-Za-z0-9._-]+)$")
 
@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
     app.command("worker")(worker)
 
 
+@exposed_by_flags()
 def worker(
     config: Path = ConfigOption,
     name: str = typer.Option(None, "--name", help="This worker's name, unique in the deployment (default: host-pid)."),
@@ -31,16 +32,9 @@ def worker(
     state_dir: Path = typer.Option(Path(".treedist/worker"), "--state-dir", help="Local files of this worker."),
     connect_timeout: float = typer.Option(None, "--connect-timeout", help="Give up when etcd has not answered for "
                                                                           "this many seconds (default: keep retrying)."),
-    status_port: int = typer.Option(0, "--status-port", help="Serve this worker's own view on "
-                                                             "127.0.0.1:PORT/api/worker (or --bind; 0: off)."),
-    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve Prometheus metrics of the units this worker runs "
-                                                               "on 127.0.0.1:PORT/metrics (or --bind; 0: off)."),
-    bind: str = BindOption,
-    tls_cert: Path = TlsCertOption,
-    tls_key: Path = TlsKeyOption,
-    auth_user: str = AuthUserOption,
-    auth_password: str = AuthPasswordOption,
-    insecure: bool = InsecureOption,
+    status_port: int = StatusPortOption,
+    metrics_port: int = metrics_port_option(" of the units this worker runs"),
+    exposed: Exposure = EXPOSURE_FLAGS,  # --bind, --tls-cert, --tls-key, --auth-user, --auth-password, --insecure
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
 ) -> None:
@@ -55,7 +49,6 @@ def worker(
     from treedist.driver.lifecycle import stop_with_parent
     from treedist.driver.process import DriverProcess
 
-    exposed = exposure(bind, tls_cert, tls_key, auth_user, auth_password, insecure)  # refused before any work
     setup_logging(log_level, log_file)
     stop_with_parent()  # started by the demo or the tests: stop when they die (SIGKILL included)
     labels = {}
