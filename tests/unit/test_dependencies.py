@@ -53,3 +53,96 @@ def test_the_constraints_pin_every_declared_package():
     declared = {_name(r) for r in project["dependencies"]}
     declared |= {_name(r) for extra in ("test", "local", "plot") for r in project["optional-dependencies"][extra]}
     assert declared - pins == set()
+
+
+# -- the house: import direction, clients built in one place, one root exception per package --
+
+TREEDIST = ROOT / "treedist"
+# docs/architecture.md's layers, bottom up: a package imports only packages of a lower rank
+# (no cycles, no upward import). A new package needs a place here.
+RANK = {
+    "errors": 0, "logfmt": 0, "locations": 0, "maven": 0,
+    "topology": 1,
+    "config": 2,
+    "kafka": 3, "endpoints": 3,
+    "spark": 4, "offsets": 4, "topics": 4, "acls": 4, "registry": 4, "sizing": 4, "verify": 4, "client": 4,
+    "records": 5,  # the executor's record path: never the driver's runtime or anything above
+    "driver": 6,
+    "ops": 7,
+    "control": 8,
+    "local": 9,
+    "cli": 10,
+    "submit": 11,
+}
+CLIENT_CLASSES = {"Consumer", "Producer", "AdminClient", "SerializingProducer", "DeserializingConsumer"}
+
+
+def _package(path: Path) -> str:
+    first = path.relative_to(TREEDIST).parts[0]
+    return first.removesuffix(".py")
+
+
+def _sources() -> list[tuple[Path, ast.AST]]:
+    return [(path, ast.parse(path.read_text())) for path in sorted(TREEDIST.rglob("*.py"))]
+
+
+def _treedist_imports(tree: ast.AST) -> set[str]:
+    """The treedist packages a module imports, function-level imports included."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module] if node.module != "treedist" else [f"treedist.{a.name}" for a in node.names]
+        else:
+            continue
+        found.update(m.split(".")[1] for m in modules if m.startswith("treedist."))
+    return found
+
+
+def test_every_import_points_down_the_layers():
+    upward = []
+    for path, tree in _sources():
+        package = _package(path)
+        if package == "__init__":
+            continue
+        assert package in RANK, f"{package}: a new package; give it its layer in RANK (and docs/architecture.md)"
+        upward += [f"{path.relative_to(ROOT)} imports treedist.{other}" for other in _treedist_imports(tree) - {package}
+                   if RANK.get(other, -1) >= RANK[package]]
+    assert upward == []
+
+
+def test_the_record_path_never_imports_the_drivers_runtime():
+    records = [(path, tree) for path, tree in _sources() if _package(path) == "records"]
+    assert records, "treedist/records has moved: update this test"
+    assert [str(path.relative_to(ROOT)) for path, tree in records
+            if _treedist_imports(tree) & {"driver", "control", "ops", "cli", "local"}] == []
+
+
+def test_only_the_kafka_package_builds_kafka_clients():
+    """Every Consumer, Producer and AdminClient comes from treedist.kafka (clients.py's factory
+    and the classes over it), so the deployment's client settings are merged in one place."""
+    built_elsewhere = []
+    for path, tree in _sources():
+        if _package(path) == "kafka":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+                if name in CLIENT_CLASSES:
+                    built_elsewhere.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}(...)")
+    assert built_elsewhere == []
+
+
+def test_every_package_has_one_root_exception_in_its_errors_module():
+    """One root per package, derived from treedist.errors.TreedistError, in <package>/errors.py
+    (the CLI maps every TreedistError to one line and exit 2). cli has none: it maps them."""
+    roots: dict[str, list[str]] = {}
+    for path, tree in _sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(getattr(b, "id", None) == "TreedistError" for b in node.bases):
+                roots.setdefault(_package(path), []).append(f"{path.relative_to(TREEDIST)}:{node.name}")
+    packages = sorted(p.name for p in TREEDIST.iterdir() if p.is_dir() and any(p.glob("*.py")) and p.name != "cli")
+    for package in packages:
+        assert len(roots.get(package, [])) == 1 and roots[package][0].startswith(f"{package}/errors.py:"), (
+            package, roots.get(package))

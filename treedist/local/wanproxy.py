@@ -305,9 +305,9 @@ class TwoDataCentres:
 
 def _answers(cluster: str, bootstrap: str, timeout: float = 60.0) -> None:
     """Metadata through the proxy lists the proxy's address (the WAN listener is advertised)."""
-    from confluent_kafka.admin import AdminClient
+    from treedist.kafka import clients
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = clients.admin({"bootstrap.servers": bootstrap, "log_level": 0})  # quiet until the WAN listener answers
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
