@@ -4,14 +4,14 @@ that only the source cluster's distributor runs, as in the issue's measurement (
 own distributor, which reads the copies to skip them, is not part of a link's cost).
 
 Run (driver): python -m benchmarks.harness.one_unit -c FILE --unit messages/src
-Stops on SIGINT or SIGTERM: the in-flight batch settles, the query stops, Spark stops.
+Stops on SIGINT or SIGTERM (treedist.driver.process.DriverProcess, as `treedist run` and
+`treedist worker`): the in-flight batch settles, the query stops, Spark stops; exit 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
+import time
 from pathlib import Path
 
 
@@ -22,29 +22,23 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from treedist.config.loader import load_deployment
-    from treedist.driver.app import DistributionApp
-    from treedist.spark.session import build_session
+    from treedist.driver.process import DriverProcess
 
     deployment = load_deployment(args.config)
-    spark = build_session(deployment.spark.master, deployment.spark.app_name, deployment.spark.conf)
-    stop = threading.Event()
-    # Spark installs its own SIGINT handler when it starts: ours goes over it.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    app = DistributionApp(deployment, spark, jobs=[])
-    try:
-        app.begin()
-        for unit in args.unit:
-            app.start_unit(unit)
-        print(f"units started: {', '.join(app.units())}", flush=True)
-        while not stop.wait(0.5):
-            app.check()
-            if app.failed():
-                print(f"failed: {', '.join(app.failed())}", flush=True)
-                return 1
-    finally:
-        app.stop()
-        spark.stop()
+    with DriverProcess() as process:  # stops the application, then Spark, whatever happens
+        spark = process.session(deployment)
+        app = process.application(deployment, spark, jobs=[])
+        with process.until_stopped("stopping the units"):
+            app.begin()
+            for unit in args.unit:
+                app.start_unit(unit)
+            print(f"units started: {', '.join(app.units())}", flush=True)
+            while True:
+                app.check()
+                if app.failed():
+                    print(f"failed: {', '.join(app.failed())}", flush=True)
+                    return 1
+                time.sleep(0.5)  # a stop signal raises StopRequested here (ends the block)
     return 0
 
 
