@@ -8,6 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from treedist.local.etcd import LocalEtcd
+
+from tests.fixtures.secured_etcd import assert_refuses_strangers
 
 pytestmark = pytest.mark.e2e
 
@@ -38,3 +43,14 @@ def test_demo_run_prints_a_clean_verification(tmp_path):
     from treedist.local.launcher import pid_alive
 
     assert not any(pid_alive(b["pid"]) for b in status["brokers"])
+    # ... through a secured etcd: TLS with client certificates, auth, the password by reference
+    control = yaml.safe_load((state / "deployment.yaml").read_text())["control"]
+    assert control["etcd"][0].startswith("https://") and set(control["etcd_tls"]) == {"ca", "cert", "key"}
+    assert control["auth"]["password"].startswith("${file:"), control["auth"]
+    etcd = LocalEtcd.load(state / "etcd")  # stopped with the demo: started again on its data to probe it
+    assert etcd is not None and not etcd.is_ours()
+    etcd.restart()
+    try:
+        assert_refuses_strangers(etcd)
+    finally:
+        etcd.stop()

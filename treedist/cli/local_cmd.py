@@ -11,13 +11,16 @@ from treedist.cli.common import JsonOption, console, print_json
 from treedist.local import LocalClusterError, LocalClusters
 from treedist.local.launcher import ENGINES, pid_alive
 from treedist.local.deployment import write_local_deployment
-from treedist.local.etcd import LocalEtcd, start_etcd
+from treedist.local.etcd import MODES, SECURED, LocalEtcd, start_etcd
 from treedist.local.registries import load_registries, planned_ports, start_registries, stop_registries
 
 DEPLOYMENT_FILE = "deployment.yaml"  # in the state dir: what the local registries read
 
 local_app = typer.Typer(help="Launch and stop local clusters: Apache Kafka (KRaft) or noida-db.", no_args_is_help=True)
 StateDirOption = typer.Option(Path(".treedist/local"), "--state-dir", help="Data dirs, logs and the PID/port state file.")
+EtcdModeOption = typer.Option(SECURED, "--etcd-mode", help="secured (TLS with client certificates, authentication, "
+                                                           "a user limited to the deployment's prefix) or plain "
+                                                           "(http, no authentication).")
 
 
 def register(app: typer.Typer) -> None:
@@ -31,6 +34,7 @@ def up(
     write_config: Path = typer.Option(None, "--write-config", help="Also write a deployment YAML for these clusters (balanced tree)."),
     registries: bool = typer.Option(True, "--registries/--no-registries", help="Start a schema registry per cluster (c1 primary)."),
     etcd: bool = typer.Option(True, "--etcd/--no-etcd", help="Start an etcd for the control plane (treedist worker)."),
+    etcd_mode: str = EtcdModeOption,
     engine: str = typer.Option("kafka", "--engine", help="kafka (Apache Kafka, one KRaft node per cluster) or noida "
                                                          "(noida-db: starts in 0.1 s; no TLS, SASL, ACLs or topic IDs)."),
     as_json: bool = JsonOption,
@@ -39,18 +43,25 @@ def up(
 
     Brokers listen on free loopback ports (ones already running are re-used). The deployment
     written with --write-config names the registries and the etcd (`control: {etcd: [...]}`:
-    run it with `treedist worker -c FILE`).
+    run it with `treedist worker -c FILE`). The etcd is secured unless --etcd-mode plain: the
+    deployment's `control.etcd_tls` names the local CA and client certificate, and
+    `control.auth` the user `treedist` with its password as `${file:...}` (0600, in the state dir).
 
     Example: treedist local up -n 4 --engine kafka --write-config local.yaml"""
     if engine not in ENGINES:
         raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
+    if etcd_mode not in MODES:
+        raise LocalClusterError(f"--etcd-mode {etcd_mode!r}: expected one of {list(MODES)}")
     started = LocalClusters.start([f"c{i}" for i in range(1, clusters + 1)], state_dir, engine=engine)
     extra: dict = {}
     if etcd:
         server = LocalEtcd.load(Path(state_dir) / "etcd")
         if server is None or not server.is_ours():
-            server = start_etcd(Path(state_dir) / "etcd")
-        extra["control"] = {"etcd": [server.client_url]}
+            server = start_etcd(Path(state_dir) / "etcd", secured=etcd_mode == SECURED)
+        elif server.secured != (etcd_mode == SECURED):
+            raise LocalClusterError(f"--etcd-mode {etcd_mode}: the etcd running in {Path(state_dir) / 'etcd'} is "
+                                    f"{'secured' if server.secured else 'plain'}: stop it first (treedist local down)")
+        extra["control"] = server.control()
     if registries:
         ports = planned_ports(state_dir, started.names)
         extra["schemas"] = {"primary": started.names[0], "registries": {c: f"http://127.0.0.1:{p}" for c, p in ports.items()}}
@@ -101,6 +112,7 @@ def _show(clusters: LocalClusters, as_json: bool) -> None:
         row["registry_running"] = bool(registry) and pid_alive(registry.pid)
         row["etcd"] = etcd.client_url if etcd else None  # one per state dir, shown on every row
         row["etcd_running"] = bool(etcd) and etcd.is_ours()
+        row["etcd_secured"] = bool(etcd) and etcd.secured  # https with client certificates, auth on
     if as_json:
         print_json(rows)
         return
@@ -112,4 +124,7 @@ def _show(clusters: LocalClusters, as_json: bool) -> None:
         table.add_row(r["name"], r["engine"], r["bootstrap"], str(r["pid"]), "yes" if r["running"] else "[red]no[/]", registry, r["data_dir"])
     console.print(table)
     if etcd is not None:
-        console.print(f"etcd: {etcd.client_url} (pid {etcd.pid}, {'running' if etcd.is_ours() else '[red]not running[/]'})")
+        security = (f"secured: TLS with client certificates, auth on, user treedist limited to {etcd.prefix}/"
+                    if etcd.secured else "plain: no TLS, no auth")
+        console.print(f"etcd: {etcd.client_url} ({security}; pid {etcd.pid}, "
+                      f"{'running' if etcd.is_ours() else '[red]not running[/]'})")

@@ -54,6 +54,8 @@ def run(
                                                             "to see its units fail over to the others)."),
     engine: str = typer.Option("kafka", "--engine", help="Demo only: the local clusters' engine: kafka (Apache Kafka, "
                                                          "KRaft; ~10 s to start 4) or noida (noida-db, the quick option)."),
+    etcd_mode: str = typer.Option("secured", "--etcd-mode", help="Demo only: the local etcd secured (TLS with client "
+                                                                 "certificates, authentication) or plain (http, no auth)."),
     exposed: Exposure = EXPOSURE_FLAGS,  # --bind, --tls-cert, --tls-key, --auth-user, --auth-password, --insecure
     log_level: str = LogLevelOption,
     log_file: Path = LogFileOption,
@@ -87,10 +89,15 @@ def run(
                 _show_progress(app, duration)
             failed = app.failed() if app is not None else []
         else:
+            from treedist.local.etcd import MODES
+
             if engine not in ENGINES:
                 raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
+            if etcd_mode not in MODES:
+                raise LocalClusterError(f"--etcd-mode {etcd_mode!r}: expected one of {list(MODES)}")
             clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout, process.signals,
-                              ops, workers=workers, log_level="debug" if log_level == "debug" else "info", engine=engine)
+                              ops, workers=workers, log_level="debug" if log_level == "debug" else "info", engine=engine,
+                              etcd_mode=etcd_mode)
     # left the block: everything it started has stopped
     if config is None:
         raise typer.Exit(process.exit_code(clean))
@@ -150,16 +157,17 @@ def _show_progress(app, duration: float | None) -> None:
 
 
 def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, drain_timeout: float,
-              signals: StopSignals, ops: Ops, workers: int = 1, log_level: str = "warning", engine: str = "kafka") -> bool:
+              signals: StopSignals, ops: Ops, workers: int = 1, log_level: str = "warning", engine: str = "kafka",
+              etcd_mode: str = "secured") -> bool:
     """The embedded demo, through the control plane: local clusters, registries and etcd;
     `workers` `treedist worker` processes (each its own Spark application) take the
     deployment's units from the leader; events flow, a consumer group switches clusters,
     then the workers stop, and every cluster is verified."""
     from treedist.cli.verify_cmd import print_report
-    from treedist.control.etcd import EtcdClient
+    from treedist.control.connect import etcd_client
     from treedist.control.keys import Keys
     from treedist.local import avro_demo  # imported here, not at the top: its registry client costs every command ~17 MiB
-    from treedist.local.etcd import start_etcd
+    from treedist.local.etcd import SECURED, start_etcd
     from treedist.local import statedir as state_dirs
     from treedist.local.lock import StateDirLock
     from treedist.local.workers import LocalWorkers
@@ -185,7 +193,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         else:
             stack.callback(clusters.stop)
             signals.on_force(lambda: clusters.stop(grace=0.5))
-        etcd = start_etcd(state_dir / "etcd")
+        etcd = start_etcd(state_dir / "etcd", secured=etcd_mode == SECURED)  # TLS, client certificates, auth
         stack.callback(etcd.stop)
         signals.on_force(lambda: etcd.stop(grace=0.5))
         ports = avro_demo.registry_ports(clusters.names)
@@ -197,7 +205,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
             checkpoint_location=str((state_dir / "checkpoints").resolve()),
             offsets={"margin": "5s", "poll_interval": "1s"},  # a short demo: a small margin
             schemas={"primary": "c1", "registries": {c: f"http://127.0.0.1:{p}" for c, p in ports.items()}},
-            control={"etcd": [etcd.client_url], "lease_ttl": "6s"},
+            control={**etcd.control(), "lease_ttl": "6s"},  # the password as ${file:...}
         )
         deployment = parse_deployment(spec, source=str(config_path))
         check_clients(deployment)  # one line naming cluster and key, before any worker starts
@@ -206,12 +214,13 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
             stack.callback(server.stop)
         for name, cluster in deployment.clusters.items():
             ensure_topics(name, admin_client(cluster.client_config()), {DEMO_TOPIC: partitions})
-        control = EtcdClient([etcd.client_url])
+        control = etcd_client(deployment.control, str(config_path))
         stack.callback(control.close)
         keys = Keys(deployment.control.prefix)
         console.print(
             f"deployment written to {config_path}; starting {workers} worker{'s' if workers > 1 else ''} "
-            f"(etcd {etcd.client_url}); the leader assigns the units: one query per cluster, the offset "
+            f"(etcd {etcd.client_url}{', TLS and auth' if etcd.secured else ''}); the leader assigns the units: "
+            "one query per cluster, the offset "
             "jobs, topic sync and the schema distributor ..."
         )
         clients = {name: c.client_config() for name, c in deployment.clusters.items()}

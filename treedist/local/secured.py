@@ -68,19 +68,31 @@ def make_ca(directory: Path, name: str = "treedist local CA") -> tuple[Path, Pat
 def make_broker_cert(directory: Path, ca_cert: Path, ca_key: Path) -> tuple[Path, Path]:
     """A server certificate signed by the CA, valid for HOSTS: (broker.crt, broker.key); the key
     is unencrypted PKCS#8, as Kafka's inline PEM keystore reads it."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     ip = [f"IP:{h}" for h in HOSTS if h[0].isdigit()]
     dns = [f"DNS:{h}" for h in HOSTS if not h[0].isdigit()]
-    (directory / "broker.ext").write_text(
-        f"subjectAltName={','.join(ip + dns)}\nbasicConstraints=CA:FALSE\n"
-        "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n")
-    _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr",
-             "-subj", "/CN=localhost", cwd=directory)
-    _openssl("x509", "-req", "-in", "broker.csr", "-CA", str(Path(ca_cert).resolve()), "-CAkey",
+    return _signed(directory, "broker", ca_cert, ca_key, "/CN=localhost",
+                   f"subjectAltName={','.join(ip + dns)}\nextendedKeyUsage=serverAuth,clientAuth\n")
+
+
+def make_client_cert(directory: Path, ca_cert: Path, ca_key: Path) -> tuple[Path, Path]:
+    """A client certificate signed by the CA, with no Common Name: (client.crt, client.key).
+    With authentication on, etcd's JSON gateway refuses a client certificate that has one
+    (CVE-2018-16886); the user comes from the login instead."""
+    return _signed(directory, "client", ca_cert, ca_key, "/O=treedist", "extendedKeyUsage=clientAuth\n")
+
+
+def _signed(directory: Path, name: str, ca_cert: Path, ca_key: Path, subject: str, extensions: str) -> tuple[Path, Path]:
+    """A new key and a certificate for it signed by the CA: (NAME.crt, NAME.key) in `directory`."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n" + extensions)
+    _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+             "-subj", subject, cwd=directory)
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", str(Path(ca_cert).resolve()), "-CAkey",
              str(Path(ca_key).resolve()), "-CAcreateserial", "-days", str(DAYS), "-sha256",
-             "-extfile", "broker.ext", "-out", "broker.crt", cwd=directory)
-    return directory / "broker.crt", directory / "broker.key"
+             "-extfile", f"{name}.ext", "-out", f"{name}.crt", cwd=directory)
+    return directory / f"{name}.crt", directory / f"{name}.key"
 
 
 def create_tls(directory: Path) -> TlsFiles:
