@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from treedist.cli.common import ConfigOption, JsonOption, console, err_console, load, print_json
+from treedist.cli.common import ConfigOption, JsonOption, console, exit_if_failed, load, print_json, print_skipped
 
 acls_app = typer.Typer(help="ACLs of the distributed topics across the clusters: diff and sync.", no_args_is_help=True)
 
@@ -71,8 +71,7 @@ def sync_command(
     from treedist.acls.sync import AclSync
 
     result = AclSync(load(config)).run_once(dry_run=dry_run, raise_errors=False)
-    for why in result.unreachable.values():
-        err_console.print(f"[yellow]skipped:[/] {why}")
+    print_skipped(result.unreachable.values())
     done = result.plan.creates if dry_run else result.created
     verb = "would create" if dry_run else "created"
     count = 0
@@ -81,7 +80,4 @@ def sync_command(
             count += 1
             console.print(f"{verb} on {cluster}: {acl}")
     console.print(f"{count} ACL(s) {'to create (dry run)' if dry_run else 'created'}")
-    for error in result.errors:
-        err_console.print(f"[red]failed:[/] {error}")
-    if result.errors:
-        raise typer.Exit(2)
+    exit_if_failed(result.errors)

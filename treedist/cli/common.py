@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import typer
 from rich.console import Console
@@ -24,3 +24,18 @@ def load(config: Path) -> Deployment:
 
 def print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def print_skipped(unreachable: Iterable[str]) -> None:
+    """A sync pass's clusters it could not reach (`topics sync`, `acls sync`), on stderr."""
+    for why in unreachable:
+        err_console.print(f"[yellow]skipped:[/] {why}")
+
+
+def exit_if_failed(errors: Iterable[object]) -> None:
+    """A sync pass's failed actions on stderr, one a line; exit 2 when there is any."""
+    errors = list(errors)
+    for error in errors:
+        err_console.print(f"[red]failed:[/] {error}")
+    if errors:
+        raise typer.Exit(2)

@@ -14,7 +14,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from treedist.cli.common import ConfigOption, JsonOption, console, err_console, load, print_json
+from treedist.cli.common import ConfigOption, JsonOption, console, exit_if_failed, load, print_json, print_skipped
 
 topics_app = typer.Typer(help="Topic metadata across the clusters: diff and sync.", no_args_is_help=True)
 
@@ -89,8 +89,7 @@ def sync_command(
 
     deployment = load(config)
     result = TopicSync(deployment).run_once(dry_run=dry_run, raise_errors=False)
-    for cluster, why in result.unreachable.items():
-        err_console.print(f"[yellow]skipped:[/] {why}")
+    print_skipped(result.unreachable.values())
     for conflict in result.plan.conflicts:
         console.print(f"conflict: {describe_conflict(conflict)}")
     actions = result.plan.actions if dry_run else result.applied
@@ -98,7 +97,4 @@ def sync_command(
     for action in actions:
         console.print(f"{verb}{describe(action)}")
     console.print(f"{len(actions)} change(s){' planned (dry run)' if dry_run else ''}")
-    for error in result.errors:
-        err_console.print(f"[red]failed:[/] {error}")
-    if result.errors:
-        raise typer.Exit(2)
+    exit_if_failed(result.errors)
