@@ -35,6 +35,14 @@ def test_credential_values_are_blanked_whatever_librdkafka_says():
     assert _blank("user alice with s3cret-value and k3y-pass", settings) == "user alice with *** and ***"
 
 
+def test_oauth_and_registry_credentials_are_blanked_too():
+    """The connection check uses the deployment's one list of credential keys (issue 34.2)."""
+    settings = {"sasl.oauthbearer.config": "clientId=a clientSecret=oauth-s3cret",
+                "basic.auth.user.info": "reg:reg-pw", "sasl.jaas.config": "jaas-line-pw"}
+    said = _blank("failed: clientId=a clientSecret=oauth-s3cret, reg:reg-pw, jaas-line-pw", settings)
+    assert said == "failed: ***, ***, ***"
+
+
 def test_nothing_listening_is_not_reachable_with_the_reason():
     port = free_port()
     with pytest.raises(ClusterConnectFailed, match=rf"^cluster 'c9': not reachable at 127.0.0.1:{port} within 1 s: "
