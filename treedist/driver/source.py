@@ -57,6 +57,7 @@ from treedist.records.positions import (
     batch_token,
     ahead_share,
     batch_windows,
+    idle_windows,
     next_positions,
     next_topic_ids,
     pack_tasks,
@@ -284,17 +285,21 @@ class DistributorReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """Driver: the tasks of the batch (start, end] (step 3)."""
-        windows = batch_windows(read_start(start, end), LevelPositions.from_dict(end))
+        begin, until = read_start(start, end), LevelPositions.from_dict(end)
+        windows = batch_windows(begin, until)
         targets = tuple(self._current_targets().items())
         limit = task_limit(sum(w.count for w in windows), self.plan.max_tasks, self.plan.slots)
         groups = pack_tasks(windows, limit, self.plan.min_records_per_task)
+        linger = self._linger_s()
+        if linger > 0 and groups:  # the first task also tails the partitions without new records
+            groups[0] = sorted(groups[0] + idle_windows(begin, until, windows), key=lambda w: (w.topic, w.partition))
         # Executors copy ahead only where they see this directory; it lives in the query's
         # checkpoint, which Spark created before the batch was planned.
         if groups:
             self._make_ahead_dir()
         token = batch_token(end)
         share = ahead_share(sum(w.count for w in windows), self.plan.max_records_per_trigger or None, len(groups))
-        return [ReadTask(tuple(group), targets, token, share, self._linger_s()) for group in groups]
+        return [ReadTask(tuple(group), targets, token, share, linger) for group in groups]
 
     def _linger_s(self) -> float:
         """Driver: how long this batch's tasks linger (`treedist.records.ahead`, "Lingering"):

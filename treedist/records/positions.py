@@ -276,6 +276,24 @@ def batch_windows(start: LevelPositions, end: LevelPositions) -> list[PartitionW
     ]
 
 
+def idle_windows(start: LevelPositions, end: LevelPositions, windows: list[PartitionWindow]) -> list[PartitionWindow]:
+    """Empty windows (from = until) at the position of every partition of the batch that has
+    no window, whose every level stands at the same position at its start and its end
+    (nothing new, nothing reset). Driver, pure. Why: a lingering task tails only the
+    partitions of its windows (`treedist.records.ahead`, "Lingering"); with these it also
+    copies what arrives on the partitions that had no new records when the batch was
+    planned, instead of leaving them to wait for the next batch (a whole linger)."""
+    read = {(w.topic, w.partition) for w in windows}
+    out = []
+    for tp in sorted(end.partitions()):
+        at = end.uniform_at(tp)
+        if (tp.topic, tp.partition) in read or at is None or start.uniform_at(tp) != at:
+            continue
+        out.append(PartitionWindow(tp.topic, tp.partition, at, at,
+                                   tuple(LevelRange(level, at, at) for level in sorted(end.levels))))
+    return out
+
+
 def ahead_share(read: int, max_records: int | None, tasks: int) -> int | None:
     """The most records each of a batch's `tasks` tasks may copy ahead, so that the batch's
     `read` records and everything copied ahead stay within `max_records` per trigger.

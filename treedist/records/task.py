@@ -268,10 +268,12 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
     to `on_records(window, topic, partition, records)` (steps 2-3). With `beyond`, the
     records received past a window's end are kept there ((topic, partition) -> records in
     offset order) instead of dropped."""
-    pending = {(w.topic, w.partition): w for w in windows}
-    next_offset = {tp: w.from_offset for tp, w in pending.items()}
+    # An empty window (a lingering task's idle partition, `positions.idle_windows`) is
+    # complete from the start: it is only tailed for copying ahead.
+    next_offset = {(w.topic, w.partition): w.from_offset for w in windows}
+    pending = {(w.topic, w.partition): w for w in windows if w.count > 0}
     consumer.assign([TopicPartition(w.topic, w.partition, w.from_offset) for w in windows])
-    fetching = {tp for tp in pending}
+    fetching = set(next_offset)
     last_progress = time.monotonic()
     while pending:
         # consume() waits until it has num_messages or the timeout passed: ask for what the

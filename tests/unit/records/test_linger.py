@@ -8,7 +8,9 @@ Named invariants:
 - LINGER_WITHOUT_BACKLOG: with a linger, a task without a backlog goes on until the linger;
 - ENDED_STOPS: an ended linger (stop, target switch) stops the task whatever comes;
 - WAIT_WITHIN_LINGER: a consume never waits past the linger's end, and waits the backlog
-  round trip on a backlog.
+  round trip on a backlog;
+- IDLE_WINDOWS_ONLY_IDLE: the empty windows a lingering task tails stand at the position of
+  partitions without a window whose every level is at the same, unchanged position.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from treedist.records import ahead
+from treedist.records.positions import LevelPositions, batch_windows, idle_windows
+from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
 
 MIN, BACKLOG_S = 1_000, 1.0
 took_st = st.integers(min_value=0, max_value=100_000)
@@ -79,3 +83,25 @@ def test_without_a_live_targets_file_nothing_ends_a_linger(tmp_path):
     ahead.mark_stopping(None)
     ahead.clear_stopping(None)
     assert not ahead.LingerWatch(None).ended() and not ahead.is_stopping(None)
+
+
+TPS = [TopicPartitionKey(t, p) for t in ("a", "b") for p in range(3)]
+
+
+@given(st.dictionaries(st.sampled_from(TPS), st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 3))))
+def test_idle_windows_stand_at_unchanged_uniform_partitions_without_a_window(spec):  # IDLE_WINDOWS_ONLY_IDLE
+    # per partition: level 1's start, its end (reset if lower), and level 2's lag behind level 1 at both
+    start = LevelPositions({1: KafkaOffsets({tp: a for tp, (a, _, _) in spec.items()}),
+                            2: KafkaOffsets({tp: a - min(a, d) for tp, (a, _, d) in spec.items()})})
+    end = LevelPositions({1: KafkaOffsets({tp: b for tp, (_, b, _) in spec.items()}),
+                          2: KafkaOffsets({tp: b - min(b, d) for tp, (_, b, d) in spec.items()})})
+    windows = batch_windows(start, end)
+    idle = idle_windows(start, end, windows)
+    read = {(w.topic, w.partition) for w in windows}
+    for w in idle:
+        tp = TopicPartitionKey(w.topic, w.partition)
+        assert (w.topic, w.partition) not in read and w.count == 0 and w.uniform
+        assert w.from_offset == end.uniform_at(tp) == start.uniform_at(tp)
+    expected = {tp for tp in spec if (tp.topic, tp.partition) not in read
+                and end.uniform_at(tp) is not None and start.uniform_at(tp) == end.uniform_at(tp)}
+    assert {TopicPartitionKey(w.topic, w.partition) for w in idle} == expected
