@@ -64,6 +64,20 @@ def test_invalid_yaml_is_a_one_line_config_error_with_line_and_column(tmp_path):
 # -- registry -------------------------------------------------------------------------------
 
 
+def test_a_deeply_nested_schemas_record_is_a_malformed_record_not_a_recursion_error():
+    # found by the issue 34 audit (not by the fuzzer: hypothesis does not build 100,000
+    # levels): json.loads raised RecursionError, which stopped the store's reader for good
+    from treedist.registry.errors import MalformedRecord
+    from treedist.registry.records import decode
+
+    key = b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}'
+    value = b'{"subject":"s","version":1,"id":1,"schema":"\\"int\\"","x":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(MalformedRecord, match="value is nested too deeply to decode$"):
+        decode(key, value)
+    with pytest.raises(MalformedRecord, match="key is nested too deeply to decode$"):
+        decode(b"[" * 100_000 + b"]" * 100_000, value)
+
+
 def test_a_schema_type_that_is_not_a_string_is_422_not_a_type_error():
     # found by test_any_request_body_...: {"schema": ..., "schemaType": [0]} reached the
     # lru_cache of avro.parse (unhashable list): a TypeError, a 500 over HTTP

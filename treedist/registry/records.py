@@ -254,6 +254,10 @@ def _loads(raw: bytes | None, what: str) -> object:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise MalformedRecord(f"{what} is not JSON: {err}") from None
+    except RecursionError:
+        # any producer may write `_schemas`: a deeply nested record must be skipped like any
+        # malformed one, not stop the store's reader (and again at every replay)
+        raise MalformedRecord(f"{what} is nested too deeply to decode") from None
 
 
 def _str(obj: dict, name: str) -> str:
