@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from treedist.config import parse_deployment
@@ -58,6 +58,26 @@ def _positions(servers: str, source: str, topic: str, partitions: int) -> dict[i
     try:
         found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
         return {tp.partition: (tp.offset, tp.metadata) for tp in found}
+    finally:
+        consumer.close()
+
+
+def _read_uncommitted(servers: str, topic: str, partitions: int) -> list[bytes]:
+    """Every record value in `topic`, aborted ones included (read_uncommitted), read to its end."""
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": f"g-{topic}", "isolation.level": "read_uncommitted",
+                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        values, ended = [], set()
+        while len(ended) < partitions:
+            msg = consumer.poll(30)
+            assert msg is not None, f"{servers} not read to its end: {len(values)} records"
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                ended.add(msg.partition())
+            else:
+                values.append(msg.value())
+        return values
     finally:
         consumer.close()
 
@@ -113,6 +133,36 @@ def test_an_aborted_transaction_is_not_read_and_its_replay_copies_once(local_kaf
     assert zombie.flush(30) == 0  # written to c2's log, in a transaction left open
 
     assert run_task(plan, task).copied == 200
+    result = _verify_strict(config, unique_topic)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_aborted_transaction_on_a_cluster_never_travels_its_next_hop(local_kafka, unique_topic, tmp_path):
+    """Point 3 of issue 35 on the record path itself: c2 holds committed and aborted records
+    of one transactional producer (as a fault leaves a hop's copies); c2's own query reads
+    read_committed up to the last stable offset, so its task copies the committed ones to c1
+    and none of the aborted ones, which c1 then does not hold even for a read_uncommitted reader."""
+    bootstrap, config, _, _ = _setup(local_kafka, unique_topic, tmp_path)
+    deployment = parse_deployment(yaml.safe_load(config.read_text()), "<test>")
+    plan = plan_cluster(deployment, "c2")
+    Path(plan.checkpoint).mkdir(parents=True)
+    reader = DistributorReader(plan, counters=None)
+
+    txn = Producer({"bootstrap.servers": bootstrap["c2"], "transactional.id": f"test-{unique_topic}"})
+    txn.init_transactions(30)
+    for outcome, n in (("committed", 20), ("aborted", 30), ("committed", 10)):
+        txn.begin_transaction()
+        for i in range(n):
+            txn.produce(unique_topic, key=f"{outcome}{i}".encode(), value=outcome.encode(), partition=i % 2)
+        # flushed first: an abort purges what is still queued, and the aborted records must be in c2's log
+        assert txn.flush(30) == 0
+        getattr(txn, "commit_transaction" if outcome == "committed" else "abort_transaction")(30)
+    assert sorted(_read_uncommitted(bootstrap["c2"], unique_topic, 2)) == [b"aborted"] * 30 + [b"committed"] * 30
+
+    start = reader.initialOffset()
+    [task] = reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))
+    assert run_task(plan, task).copied == 30
+    assert sorted(_read_uncommitted(bootstrap["c1"], unique_topic, 2)) == [b"committed"] * 30
     result = _verify_strict(config, unique_topic)
     assert result.returncode == 0, result.stdout + result.stderr
 
