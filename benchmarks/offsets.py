@@ -17,7 +17,7 @@ from __future__ import annotations
 import resource
 import time
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.harness import cli
@@ -26,6 +26,7 @@ from benchmarks.harness.results import log, machine, save
 from benchmarks.harness.trees import REFERENCE_4, clusters
 from benchmarks.harness.workbench import Workbench
 from treedist.config import parse_deployment
+from treedist.kafka.admin import group_committed, groups_committed
 from treedist.local.deployment import local_deployment
 from treedist.offsets import offset_jobs
 from treedist.driver.jobs import Scheduler
@@ -41,17 +42,58 @@ def rss_mib() -> float:
     return 0.0
 
 
-def commit_all(admin: AdminClient, groups: list[str], partitions: int, offset: int) -> None:
-    futures = []
-    for g in groups:
-        tps = [TopicPartition(TOPIC, p, offset) for p in range(partitions)]
-        futures.append(admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, tps)])[g])
-    for f in futures:
-        f.result(timeout=30)
+# Apache Kafka answers a group's commits NOT_COORDINATOR (per partition, in a result that does
+# not raise) while it loads the `__consumer_offsets` partition of the group: right after the
+# topic's creation, i.e. on the first commits of a fresh cluster. Unchecked, they were lost and
+# the initial load waited forever for translations of commits that never happened.
+COORDINATOR_LOADING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                       KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
+
+
+def commit_all(admin: AdminClient, groups: list[str], partitions: int, offset: int, attempts: int = 60) -> None:
+    """Commit `offset` on every partition of every group, at once; the groups whose coordinator
+    is loading are committed again (0.5 s apart, at most `attempts` times)."""
+    todo = list(groups)
+    for _ in range(attempts):
+        futures = {g: admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(g, [TopicPartition(TOPIC, p, offset) for p in range(partitions)])])[g]
+            for g in todo}
+        todo = []
+        for g, f in futures.items():
+            try:
+                errors = [tp.error for tp in f.result(timeout=30).topic_partitions if tp.error is not None]
+            except KafkaException as err:
+                errors = [err.args[0]]
+            if any(e.code() not in COORDINATOR_LOADING for e in errors):
+                raise RuntimeError(f"committing group {g!r} on the source: {errors[0]}")
+            if errors:
+                todo.append(g)
+        if not todo:
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"{len(todo)} groups, e.g. {todo[0]!r}: coordinator still loading after {attempts} attempts")
+
+
+def coordinators_ready(admin: AdminClient, groups: list[str], attempts: int = 120) -> None:
+    """Wait (0.5 s apart, bounded) until the coordinators of `groups` answer: on a fresh Apache
+    Kafka cluster the first group request creates `__consumer_offsets`, whose 50 partitions
+    then load for seconds; not part of what is measured."""
+    for _ in range(attempts):
+        try:
+            groups_committed(admin, groups, timeout=30)
+            return
+        except KafkaException:
+            time.sleep(0.5)
+    raise RuntimeError(f"group coordinators not ready after {attempts} attempts")
 
 
 def translated(admin: AdminClient, group: str, partitions: int, offset: int) -> bool:
-    result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=30)
+    # Through treedist's reader: a bare list_consumer_group_offsets on a group whose coordinator
+    # is still loading crashes the process (librdkafka#5040; treedist.kafka.admin.groups_committed).
+    try:
+        result = group_committed(admin, group, timeout=30)
+    except KafkaException:
+        return False
     found = {tp.partition: tp.offset for tp in result.topic_partitions if tp.topic == TOPIC}
     return len(found) == partitions and all(o == offset for o in found.values())
 
@@ -76,6 +118,8 @@ def main(argv=None) -> int:
         deployment = parse_deployment(local_deployment(boot, topics=[TOPIC], offsets={"margin": "0s", "poll_interval": "1s"}))
         groups = [f"bench-{i:03d}" for i in range(args.groups)]
         c1, c4 = AdminClient({"bootstrap.servers": boot["c1"]}), AdminClient({"bootstrap.servers": boot["c4"]})
+        for servers in boot.values():  # every cluster's jobs read and commit these groups
+            coordinators_ready(AdminClient({"bootstrap.servers": servers}), groups)
         rss_before = rss_mib()
         jobs = offset_jobs(deployment)
         scheduler = Scheduler(jobs)
