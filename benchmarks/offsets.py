@@ -17,7 +17,7 @@ from __future__ import annotations
 import resource
 import time
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.harness import cli
@@ -29,6 +29,7 @@ from treedist.config import parse_deployment
 from treedist.kafka.admin import group_committed, groups_committed
 from treedist.local.deployment import local_deployment
 from treedist.offsets import offset_jobs
+from treedist.offsets.groups import COORDINATOR_BUSY
 from treedist.driver.jobs import Scheduler
 
 TOPIC = "offsets-bench"
@@ -45,9 +46,9 @@ def rss_mib() -> float:
 # Apache Kafka answers a group's commits NOT_COORDINATOR (per partition, in a result that does
 # not raise) while it loads the `__consumer_offsets` partition of the group: right after the
 # topic's creation, i.e. on the first commits of a fresh cluster. Unchecked, they were lost and
-# the initial load waited forever for translations of commits that never happened.
-COORDINATOR_LOADING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                       KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
+# the initial load waited forever for translations of commits that never happened. Those
+# answers are treedist's own GroupClient's COORDINATOR_BUSY.
+COORDINATOR_LOADING = COORDINATOR_BUSY
 
 
 def commit_all(admin: AdminClient, groups: list[str], partitions: int, offset: int, attempts: int = 60) -> None:
