@@ -8,16 +8,19 @@ Start (`start`):
    (seeded from the file when etcd has none; when etcd has one, etcd's is used and a file
    that differs is reported);
 3. the metadata cache (watch + periodic resync) and the membership (lease, registration);
-4. client settings checked, then Spark started and the distribution application begun with
-   no unit (`DistributionApp.begin`).
+4. client settings checked; in exactly_once, the transactions of every cluster that answers
+   (one that answers without them: exit 2, one line; one that is down: a logged line, its
+   tasks meet it); then Spark started and the distribution application begun with no unit
+   (`DistributionApp.begin`).
 Each part is registered on the command's `DriverProcess` (treedist.driver.process) as it
 starts, so that a failure half-way stops what started.
 
 Loop (`step`, every `tick_s` and whenever the cache changes):
 
 1. a new stored deployment is validated and applied live (`DistributionApp.apply`); an
-   invalid one (only possible when written around `treedist config`) is reported and the
-   current one kept;
+   invalid one (only possible when written around `treedist config`), or one that turns
+   exactly_once on (or adds or changes a cluster under it) with an answering cluster
+   without transactions, is reported and the current one kept;
 2. no leader key: campaign; leading: one round of the load manager (at most every
    `manage_every_s`);
 3. the unit runner reconciles this worker's units with its assignments (claims, starts,
@@ -144,9 +147,12 @@ class Worker:
         self.election = Election(self.client, self.keys, self.options.name, self.cache, self.membership.valid)
         process.callback(self.election.resign)
         self.manager = LoadManager(self.keys, self.cache, self.election)
-        from treedist.driver.preflight import check_clients
+        from treedist.driver.preflight import check_answering_transactions, check_clients
 
         check_clients(self.deployment)  # step 4
+        for why in check_answering_transactions(self.deployment).values():
+            log.warning("%s; its transactions (distributor.delivery: exactly_once) are not checked at start: "
+                        "its tasks check them when it answers", why)
         self.spark = process.session(self._session_deployment(), stack=application_parts)
         self.app = process.application(self.deployment, self.spark, jobs=[], live_dir=self.options.state_dir / "live",
                                        stack=application_parts)
@@ -222,10 +228,17 @@ class Worker:
         if kv is None or kv.mod_revision == self.deployment_revision:
             return
         revision = kv.mod_revision
+        from treedist.driver.preflight import check_answering_transactions, transactions_to_check
+        from treedist.records.transactions import TransactionsUnsupported
+
         try:
             deployment = live.load(kv, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf,
                                    allowed=self._references)
-        except (ConfigError, ControlError) as err:
+            # blocks this loop up to a probe's timeouts (the lease renews on its own thread)
+            for why in check_answering_transactions(deployment, transactions_to_check(self.deployment, deployment)).values():
+                log.warning("%s; its transactions (distributor.delivery: exactly_once) are checked by its tasks "
+                            "when it answers", why)
+        except (ConfigError, ControlError, TransactionsUnsupported) as err:
             log.error("the live config at revision %d is invalid, keeping the current one: %s", revision, err)
             self.deployment_revision = revision
             return

@@ -7,7 +7,9 @@ an unreachable cluster is one line naming the cluster and the cause. `preflight`
 queries start): every cluster answers, and every distributed topic of a source exists on its
 target (under the target's name for it) with at least as many partitions (copies keep the
 partition number). In `distributor.delivery: exactly_once`, `check_connections` and
-`preflight` also check that every cluster runs transactions (`check_transactions`).
+`preflight` also check that every cluster runs transactions (`check_transactions`); a
+worker (`treedist worker`, at start and before applying a live config) checks those that
+answer (`check_answering_transactions`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from treedist.kafka import TopicMissing, admin_client, partition_counts
 from treedist.kafka.reach import REACH_TIMEOUT_S, ClusterConnectFailed, check_reachable
 from treedist.kafka.settings_check import ClientSettingError, check_client_settings
 from treedist.records.plan import consumer_settings, producer_settings
-from treedist.records.transactions import EXACTLY_ONCE, TransactionsUnsupported, probe_transactions
+from treedist.records.transactions import (EXACTLY_ONCE, NOT_ANSWERING, REFUSALS, TransactionsUnsupported,
+                                           clusters_to_probe, probe_transactions, transactions_verdict)
 from treedist.spark.errors import SparkOptionError
 
 E = TypeVar("E", bound=Exception)
@@ -84,9 +87,81 @@ def check_transactions(deployment: Deployment, timeout_s: float = REACH_TIMEOUT_
         raise TransactionsUnsupported("; ".join(str(f) for f in failures))
 
 
+def check_answering_transactions(deployment: Deployment, names: list[str] | None = None,
+                                 timeout_s: float = REACH_TIMEOUT_S) -> dict[str, str]:
+    """In exactly_once only (driver: a worker's start and each live config that needs it):
+    like `check_transactions`, for the clusters (`names`, default all) that answer now; a
+    worker must start while a cluster is down, and a probe cannot tell a cluster that is
+    down from one without a transaction coordinator (`transactions_verdict`).
+
+    Steps, per cluster, all at once (threads): 1. metadata with its settings (check_reachable);
+    2. if it answered, the InitProducerId probe; 3. if that failed other than by a refusal,
+    metadata again. Raise TransactionsUnsupported naming every cluster that answers without
+    transactions, on one line; return cluster -> why it was not checked (down, or its login
+    refused: the units report it when they reach it)."""
+    if deployment.distributor.delivery != EXACTLY_ONCE:
+        return {}
+    wanted = list(deployment.clusters) if names is None else [n for n in deployment.clusters if n in names]
+    if not wanted:
+        return {}
+
+    def reach(name: str) -> None:
+        check_reachable(name, deployment.clusters[name].client_config(), timeout_s)
+
+    def answers(name: str) -> bool:
+        try:
+            reach(name)
+        except ClusterConnectFailed:
+            return False
+        return True
+
+    reached = {name: None if err is None else str(err)
+               for name, err in _outcomes(wanted, reach, ClusterConnectFailed, "reach").items()}
+
+    def probe(name: str) -> None:
+        settings = producer_settings(deployment.clusters[name].client_config(), deployment.distributor.delivery_timeout_ms)
+        try:
+            probe_transactions(name, settings, timeout_s)
+        except TransactionsUnsupported as err:
+            refused = err.code in REFUSALS
+            if transactions_verdict(err.code, refused or answers(name)) == NOT_ANSWERING:
+                # its key exists: no other thread writes it
+                reached[name] = f"cluster {name!r}: stopped answering during the transactions probe"
+                return
+            if refused:
+                raise
+            raise TransactionsUnsupported(f"{err}; it answers metadata, but no transaction coordinator within "
+                                          f"{timeout_s:g} s", err.code) from None
+
+    failures = [f for f in _outcomes(clusters_to_probe(reached), probe, TransactionsUnsupported, "transactions").values()
+                if f is not None]
+    if failures:
+        raise TransactionsUnsupported("; ".join(str(f) for f in failures))
+    return {name: why for name, why in reached.items() if why is not None}
+
+
+def transactions_to_check(current: Deployment, new: Deployment) -> list[str]:
+    """Pure: the clusters of `new` whose transactions a live config change must check before
+    it is applied: none unless `new` is exactly_once; all if `current` is not; else those
+    added or whose client settings changed (the others were checked when they came in, or are
+    left to their tasks)."""
+    if new.distributor.delivery != EXACTLY_ONCE:
+        return []
+    if current.distributor.delivery != EXACTLY_ONCE:
+        return list(new.clusters)
+    return [name for name, cluster in new.clusters.items()
+            if name not in current.clusters or current.clusters[name].client_config() != cluster.client_config()]
+
+
 def _each_cluster(deployment: Deployment, probe: Callable[[str], None], error: type[E], thread_name: str) -> list[E]:
     """Run `probe(cluster)` for every cluster at once (threads: an unreachable one costs its
     timeout once, not per cluster); the `error`s they raised, in the deployment's order."""
+    return [f for f in _outcomes(list(deployment.clusters), probe, error, thread_name).values() if f is not None]
+
+
+def _outcomes(names: list[str], probe: Callable[[str], None], error: type[E], thread_name: str) -> dict[str, E | None]:
+    """Run `probe(name)` for every name at once (threads); name -> the `error` it raised or
+    None, in the given order."""
     from concurrent.futures import ThreadPoolExecutor
 
     def attempt(name: str) -> E | None:
@@ -96,9 +171,8 @@ def _each_cluster(deployment: Deployment, probe: Callable[[str], None], error: t
             return err
         return None
 
-    names = list(deployment.clusters)
     with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix=thread_name) as pool:
-        return [f for f in pool.map(attempt, names) if f is not None]
+        return dict(zip(names, pool.map(attempt, names)))
 
 
 def preflight(deployment: Deployment, attempts: int = 5, timeout: float = 5.0) -> dict[str, dict[str, int]]:

@@ -53,7 +53,7 @@ import uuid
 from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from treedist.kafka import clients
 from treedist.kafka.retry import with_retries
@@ -76,7 +76,12 @@ class TransactionError(PipelineError):
 
 
 class TransactionsUnsupported(PipelineError):
-    """A cluster that cannot run Kafka transactions, in exactly_once mode."""
+    """A cluster that cannot run Kafka transactions, in exactly_once mode; `code`: the
+    librdkafka error code of its InitProducerId probe (None when several clusters are named)."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # -- pure ---------------------------------------------------------------------------------
@@ -138,6 +143,43 @@ def window_ends(windows: Iterable[PartitionWindow], level: int, names: Mapping[s
     """(target topic, partition) -> the end of `level`'s range in each window: the positions
     a transaction records for the level."""
     return {(names[w.topic], w.partition): r.until_offset for w in windows for r in w.levels if r.level == level}
+
+
+# What a probe's InitProducerId answer says (`transactions_verdict`).
+HAS_TRANSACTIONS, NO_TRANSACTIONS, NOT_ANSWERING = "ok", "none", "down"
+# Answers that refuse transactions whatever the cluster's state: a broker too old for
+# InitProducerId or transactional produce, ACLs refusing the transactional id or idempotent
+# writes, a transaction.timeout.ms above the broker's transaction.max.timeout.ms.
+REFUSALS = frozenset({
+    KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+    KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError.INVALID_TRANSACTION_TIMEOUT,
+})
+
+
+def transactions_verdict(code: int | None, answers_after: bool) -> str:
+    """What the InitProducerId probe of a cluster that answered metadata before it says.
+
+    `code`: the probe's error code (None: it got a producer id); `answers_after`: the cluster
+    answered metadata again after a failed probe. A refusal (REFUSALS) means no transactions.
+    Any other failure is a timeout in practice: librdkafka retries FindCoordinator and
+    InitProducerId until the call's timeout, both for a cluster that went down meanwhile and
+    for one that has no transaction coordinator (e.g. a transaction log it cannot create:
+    Kafka answers COORDINATOR_NOT_AVAILABLE for ever), and returns _TIMED_OUT for both; so
+    only the cluster's answer afterwards tells them apart: it answers -> no transactions; it
+    does not -> down, to be checked when it answers."""
+    if code is None:
+        return HAS_TRANSACTIONS
+    if code in REFUSALS or answers_after:
+        return NO_TRANSACTIONS
+    return NOT_ANSWERING
+
+
+def clusters_to_probe(reached: Mapping[str, str | None]) -> list[str]:
+    """The clusters whose transactions can be probed now: those that answered metadata
+    (`reached`: cluster -> None if it answered, else why not), in the given order. A cluster
+    that is down cannot tell a missing transaction coordinator from its own absence."""
+    return [name for name, why in reached.items() if why is None]
 
 
 # -- executor I/O ---------------------------------------------------------------------------
@@ -248,12 +290,13 @@ def probe_transactions(cluster: str, settings: Mapping[str, str], timeout_s: flo
     try:
         producer.init_transactions(timeout_s)
     except KafkaException as err:
-        detail = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+        error = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+        detail = error.str() if error is not None else str(err)
         if said.last:
             detail += f"; last from the broker: {said.last}"
         raise TransactionsUnsupported(
             f"cluster {cluster!r} does not support Kafka transactions, which distributor.delivery: exactly_once "
-            f"needs ({detail})"
+            f"needs ({detail})", error.code() if error is not None else KafkaError._FAIL
         ) from None
     finally:
         producer.flush(0)

@@ -3,15 +3,22 @@ replayed batch skips, the positions a transaction records. No broker."""
 
 from __future__ import annotations
 
+from confluent_kafka import KafkaError
 from hypothesis import given, strategies as st
 
 from treedist.records.positions import LevelRange, PartitionWindow
 from treedist.records.transactions import (
+    HAS_TRANSACTIONS,
+    NO_TRANSACTIONS,
+    NOT_ANSWERING,
+    REFUSALS,
+    clusters_to_probe,
     group_settings,
     positions_group,
     skip_committed,
     transactional_id,
     transactional_settings,
+    transactions_verdict,
     window_ends,
 )
 
@@ -94,3 +101,41 @@ def test_exactly_once_refuses_a_cluster_read_uncommitted_naming_it():
         check_clients(parse_deployment(spec, "<test>"))
     spec["distributor"]["delivery"] = "at_least_once"  # allowed there: duplicates are allowed anyway
     check_clients(parse_deployment(spec, "<test>"))
+
+
+# -- which clusters a worker probes, and which answers mean "no transactions" --------------
+
+_CODES = st.sampled_from(sorted(REFUSALS) + [KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                                             KafkaError.NOT_COORDINATOR, KafkaError._TRANSPORT, KafkaError._FAIL])
+
+
+def test_a_refusal_means_no_transactions_even_from_a_cluster_that_went_quiet():
+    for code in (KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+                 KafkaError.UNSUPPORTED_VERSION, KafkaError.INVALID_TRANSACTION_TIMEOUT):
+        assert transactions_verdict(code, answers_after=False) == NO_TRANSACTIONS
+
+
+def test_a_timed_out_probe_is_told_apart_by_the_clusters_answer_afterwards():
+    # librdkafka's _TIMED_OUT both for a cluster that went down and for one whose transaction
+    # coordinator never comes (Kafka answering COORDINATOR_NOT_AVAILABLE for ever)
+    assert transactions_verdict(KafkaError._TIMED_OUT, answers_after=True) == NO_TRANSACTIONS
+    assert transactions_verdict(KafkaError._TIMED_OUT, answers_after=False) == NOT_ANSWERING
+    assert transactions_verdict(None, answers_after=False) == HAS_TRANSACTIONS
+
+
+@given(st.one_of(st.none(), _CODES), st.booleans())
+def test_only_a_cluster_that_does_not_answer_is_left_for_later(code, answers_after):
+    verdict = transactions_verdict(code, answers_after)
+    if code is None:
+        assert verdict == HAS_TRANSACTIONS
+    elif code in REFUSALS or answers_after:
+        assert verdict == NO_TRANSACTIONS
+    else:
+        assert verdict == NOT_ANSWERING
+
+
+@given(st.dictionaries(st.sampled_from(["c1", "c2", "c3", "x1"]),
+                       st.one_of(st.none(), st.sampled_from(["not reachable", "authentication failed"]))))
+def test_only_clusters_that_answered_are_probed_in_order(reached):
+    probed = clusters_to_probe(reached)
+    assert probed == [name for name in reached if reached[name] is None]
