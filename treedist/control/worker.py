@@ -27,7 +27,8 @@ Loop (`step`, every `tick_s` and whenever the cache changes):
    stops; fenced when the lease is not valid);
 4. every `report_interval`: the load report (per unit: records/s, bytes/s, lag; process tree
    CPU and RSS; leader or not) under `load/<name>`, bound to the lease;
-5. the application's own supervision (`DistributionApp.check`).
+5. the application's own supervision (`DistributionApp.check`), and the transactions of the
+   clusters that did not answer when they were to be checked (treedist.control.later_checks).
 etcd being unreachable skips steps 2-4 (one condensed line per outage); the units keep
 running, the data path does not need etcd, until the lease would have expired (fencing).
 
@@ -112,6 +113,7 @@ class Worker:
         self._last_manage = 0.0
         self._etcd_down_since: float | None = None
         self._rates: dict[str, tuple[float, int]] = {}
+        self.later = None  # LaterTransactions, from start (it imports the Kafka clients)
         self.started_at = time.time()
 
     # -- start ------------------------------------------------------------------------------
@@ -147,12 +149,12 @@ class Worker:
         self.election = Election(self.client, self.keys, self.options.name, self.cache, self.membership.valid)
         process.callback(self.election.resign)
         self.manager = LoadManager(self.keys, self.cache, self.election)
+        from treedist.control.later_checks import LaterTransactions
         from treedist.driver.preflight import check_answering_transactions, check_clients
 
         check_clients(self.deployment)  # step 4
-        for why in check_answering_transactions(self.deployment).values():
-            log.warning("%s; its transactions (distributor.delivery: exactly_once) are not checked at start: "
-                        "its tasks check them when it answers", why)
+        self.later = LaterTransactions()
+        self._check_later(check_answering_transactions(self.deployment))
         self.spark = process.session(self._session_deployment(), stack=application_parts)
         self.app = process.application(self.deployment, self.spark, jobs=[], live_dir=self.options.state_dir / "live",
                                        stack=application_parts)
@@ -222,6 +224,7 @@ class Worker:
         except ControlError as err:
             log.warning("control plane: %s", first_line(err))
         self.app.check()  # step 5
+        self.later.poll(self.deployment)
 
     def _apply_config(self) -> None:
         kv = self.cache.get(self.keys.config)
@@ -235,17 +238,21 @@ class Worker:
             deployment = live.load(kv, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf,
                                    allowed=self._references)
             # blocks this loop up to a probe's timeouts (the lease renews on its own thread)
-            for why in check_answering_transactions(deployment, transactions_to_check(self.deployment, deployment)).values():
-                log.warning("%s; its transactions (distributor.delivery: exactly_once) are checked by its tasks "
-                            "when it answers", why)
+            unchecked = check_answering_transactions(deployment, transactions_to_check(self.deployment, deployment))
         except (ConfigError, ControlError, TransactionsUnsupported) as err:
             log.error("the live config at revision %d is invalid, keeping the current one: %s", revision, err)
             self.deployment_revision = revision
             return
         changed = self.app.apply(deployment)
+        self._check_later(unchecked)
         self.deployment, self.deployment_revision = deployment, revision
         log.info("live config revision %d applied%s", revision,
                  ": " + ", ".join(f"{u} ({what})" for u, what in sorted(changed.items())) if changed else " (no unit here changed)")
+
+    def _check_later(self, unchecked: Mapping[str, str]) -> None:
+        for why in unchecked.values():
+            log.warning("%s; its transactions (distributor.delivery: exactly_once) are checked when it answers", why)
+        self.later.add(unchecked)
 
     def _lead(self) -> None:
         if self.election.leader() is None:
@@ -308,6 +315,7 @@ class Worker:
             "runs": list(self.runner.history) if self.runner else [],
             "waiting": dict(self.runner.waiting) if self.runner else {},
             "config_revision": self.deployment_revision,
+            "transactions_refused": dict(self.later.refused) if self.later else {},
             "targets": self.app.targets.links({run.plan.cluster for run in self.app.running.values()}) if self.app else {},
         }
 
