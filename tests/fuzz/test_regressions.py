@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -76,6 +77,24 @@ def test_a_deeply_nested_schemas_record_is_a_malformed_record_not_a_recursion_er
         decode(key, value)
     with pytest.raises(MalformedRecord, match="key is nested too deeply to decode$"):
         decode(b"[" * 100_000 + b"]" * 100_000, value)
+
+
+@pytest.mark.parametrize("levels", [65, 500, 20_000])
+def test_a_schemas_record_whose_schema_nests_past_the_http_limit_is_a_malformed_record(levels):
+    # found by the issue 34 audit (by review): the HTTP API refuses such a schema (422), but
+    # through `_schemas` (any producer, or a copy of a Confluent registry's topic) the store
+    # took it: from ~450 levels every registration and lookup under its subject raised
+    # RecursionError in the Avro parser (a 422 for any schema), and GET /schemas/ids/N served
+    # it to the clients' deserializers (fastavro: RecursionError from ~1,000 levels)
+    from treedist.registry.errors import MalformedRecord
+    from treedist.registry.guard import MAX_DEPTH
+    from treedist.registry.records import decode
+
+    schema = '{"type":"array","items":' * levels + '"int"' + "}" * levels
+    key = b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}'
+    value = json.dumps({"subject": "s", "version": 1, "id": 1, "schema": schema}).encode()
+    with pytest.raises(MalformedRecord, match=f"schema nests deeper than {MAX_DEPTH} levels"):
+        decode(key, value)
 
 
 def test_a_schema_type_that_is_not_a_string_is_422_not_a_type_error():

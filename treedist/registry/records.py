@@ -13,6 +13,12 @@ subject is switched to IMPORT mode: readers drop its soft-deleted versions) and 
 (`{"tenant","context"}`: a schema context exists; meaningful only inside the registry that
 wrote it). A SCHEMA value keeps the JSON object it was read from (`raw`), so fields this
 code does not know (`metadata`, `ruleSet`, ...) are written back unchanged.
+
+A SCHEMA value whose schema nests deeper than the registry's limit (`guard.MAX_DEPTH`, the
+limit its HTTP API answers 422 for) is a MalformedRecord: any producer may write `_schemas`
+(or a Confluent registry, which has no such limit, may hold it), and such a schema, once
+stored, made every registration and lookup under its subject raise RecursionError in the
+Avro parser and was served to clients' deserializers as is.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from treedist.registry.errors import MalformedRecord
+from treedist.registry.guard import MAX_DEPTH, nesting_depth
 
 AVRO = "AVRO"
 
@@ -221,11 +228,14 @@ def _decode_value(key: Key, v: dict) -> Value:
         deleted = v.get("deleted", False)
         if not isinstance(deleted, bool):
             raise MalformedRecord("deleted must be a boolean")
+        schema = _str(v, "schema")
+        if nesting_depth(schema) > MAX_DEPTH:  # the HTTP API's limit: a deeper one never gets in there either
+            raise MalformedRecord(f"schema nests deeper than {MAX_DEPTH} levels (the registry's limit)")
         return SchemaValue(
             subject=_str(v, "subject"),
             version=_int(v, "version"),
             id=_int(v, "id"),
-            schema=_str(v, "schema"),
+            schema=schema,
             schema_type=v.get("schemaType") or AVRO,
             references=tuple(refs),
             deleted=deleted,

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from treedist.registry.errors import MalformedRecord
+from treedist.registry.guard import MAX_DEPTH
 from treedist.registry.records import (
     ConfigKey,
     ConfigValue,
@@ -82,3 +83,30 @@ records = st.one_of(
 @given(records)
 def test_invariant_encode_then_decode_is_identity(record):
     assert decode(*encode(record)) == record
+
+
+def nested_arrays(levels: int) -> str:
+    """An Avro schema `levels` JSON objects deep: arrays of arrays ... of int."""
+    return '{"type":"array","items":' * levels + '"int"' + "}" * levels
+
+
+SCHEMA_KEY = b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}'
+
+
+def schema_value(text: str) -> bytes:
+    return json.dumps({"subject": "s", "version": 1, "id": 1, "schema": text, "deleted": False}).encode()
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 200, 1_000, 100_000])
+def test_a_schema_deeper_than_the_http_limit_is_a_malformed_record_naming_key_and_limit(levels):
+    # the value itself is shallow (the schema is a JSON string in it): json.loads took it
+    with pytest.raises(MalformedRecord) as caught:
+        decode(SCHEMA_KEY, schema_value(nested_arrays(levels)))
+    assert caught.value.message == (f"_schemas record with key {SCHEMA_KEY!r}: schema nests deeper than "
+                                    f"{MAX_DEPTH} levels (the registry's limit)")
+
+
+def test_a_schema_at_the_http_limit_decodes():
+    record = decode(SCHEMA_KEY, schema_value(nested_arrays(MAX_DEPTH)))
+    assert record.value.schema == nested_arrays(MAX_DEPTH)
+    assert decode(SCHEMA_KEY, None) == Record(SchemaKey("s", 1), None)  # its tombstone is still a tombstone

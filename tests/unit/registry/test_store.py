@@ -1,0 +1,33 @@
+"""How the store folds the `_schemas` records its reader hands it (KafkaStore._apply, the
+reader thread's step for one record; no broker: the store is not started)."""
+
+from __future__ import annotations
+
+import logging
+
+from treedist.registry import rules
+from treedist.registry.guard import MAX_DEPTH
+from treedist.registry.records import Record, SchemaKey, SchemaValue, encode
+from treedist.registry.store import KafkaStore
+
+from tests.unit.registry.schemas import V1
+from tests.unit.registry.test_records import SCHEMA_KEY, nested_arrays, schema_value
+
+
+def test_a_schema_past_the_depth_limit_is_skipped_and_logged_and_the_reader_goes_on(caplog):
+    # Before: the store applied it; every registration and lookup under "s" then raised
+    # RecursionError in the Avro parser (the API's 422 "nests too deeply" for any schema),
+    # and GET /schemas/ids/1 served it to clients' deserializers.
+    store = KafkaStore("c1", {})
+    with caplog.at_level(logging.ERROR, logger="treedist.registry.store"):
+        store._apply(0, SCHEMA_KEY, schema_value(nested_arrays(1_000)))
+    store._apply(1, *encode(Record(SchemaKey("t", 1), SchemaValue("t", 1, 2, V1))))
+
+    assert store.state.schemas.keys() == {2} and store.state.subject_names() == ["t"]
+    assert store.health()["position"] == 2 and store.health()["reader"] == "running"
+    why = f"schema nests deeper than {MAX_DEPTH} levels (the registry's limit)"
+    assert store.malformed == [f"offset 0: _schemas record with key {SCHEMA_KEY!r}: {why}"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cluster 'c1' topic '_schemas': offset 0 not applied: _schemas record with key {SCHEMA_KEY!r}: {why}"]
+    # "s" takes registrations: nothing deep is left to parse
+    assert store.read(lambda state: rules.register(state, "s", '"string"')).answer == {"id": 3, "version": 1}
