@@ -4,7 +4,8 @@ this process) meets a record larger than the target topic's `max.message.bytes` 
 fail names the record; skip copies the rest and counts it; dead_letter copies the rest and
 writes the record to the dead-letter topic on c2 with headers naming its origin and the reason
 (in exactly_once, inside the task's transaction). Then whole applications on Spark: under fail
-the parked link's status row names the record; under skip status and metrics count it."""
+the parked link's status row names the record; under skip and dead_letter status and metrics
+count it."""
 
 from __future__ import annotations
 
@@ -170,27 +171,36 @@ def test_status_names_the_record_that_stopped_a_link_under_fail(spark, local_kaf
         app.stop()
 
 
-def test_status_and_metrics_count_a_skipped_record(spark, local_kafka, unique_topic, tmp_path):
+@pytest.mark.parametrize("policy, counted", [("skip", (1, 0)), ("dead_letter", (0, 1))], ids=["skip", "dead_letter"])
+def test_status_and_metrics_count_a_skipped_or_dead_lettered_record(spark, local_kafka, unique_topic, tmp_path, policy, counted):
+    """A whole application: the record c1's link cannot copy is counted, as skipped or as
+    dead-lettered, in its status row, in `treedist status`'s snapshot and in the metrics."""
     from treedist.ops.metrics import SnapshotCollector
     from treedist.ops.snapshot import StatusSource
     from treedist.driver.app import DistributionApp, status_rows
 
     bootstrap = _app_topics(local_kafka, unique_topic)
-    deployment = _app_deployment(bootstrap, unique_topic, tmp_path / "cp", on_uncopyable="skip")
+    dead_letter = f"{unique_topic}-dl"
+    for cluster in ("c1", "c2"):  # both are targets (c2's link copies to c1): each needs it
+        ensure_topics(cluster, admin_client({"bootstrap.servers": bootstrap[cluster]}), {dead_letter: 1})
+    deployment = _app_deployment(bootstrap, unique_topic, tmp_path / "cp", on_uncopyable=policy,
+                                 dead_letter_topic=dead_letter)
     app = DistributionApp(deployment, spark)
     app.start()
     try:
         def row():
             return next(r for r in status_rows(app) if r["distributor"] == "c1-L1")
         wait_for_links(app, lambda: row()["copied"] == 9, 240, "c1's 9 copyable records to be copied")
-        assert (row()["uncopyable_skipped"], row()["dead_lettered"], row()["last_error"]) == (1, 0, None)
+        assert (row()["uncopyable_skipped"], row()["dead_lettered"], row()["last_error"]) == (*counted, None)
         source = StatusSource(deployment)
         source.attach(app)
         [link] = [r for r in source.refresh()["links"] if r["distributor"] == "c1-L1"]
-        assert (link["live"]["uncopyable_skipped"], link["live"]["dead_lettered"]) == (1, 0)
+        assert (link["live"]["uncopyable_skipped"], link["live"]["dead_lettered"]) == counted
         samples = {(s.name, s.labels["distributor"]): s.value for family in SnapshotCollector(source).collect()
                    for s in family.samples if s.name.startswith(("treedist_records_uncopyable", "treedist_records_dead"))}
-        assert samples[("treedist_records_uncopyable_skipped_total", "c1-L1")] == 1
-        assert samples[("treedist_records_dead_lettered_total", "c1-L1")] == 0
+        assert (samples[("treedist_records_uncopyable_skipped_total", "c1-L1")],
+                samples[("treedist_records_dead_lettered_total", "c1-L1")]) == counted
+        letters = _read_all(bootstrap["c2"], dead_letter, 1, expect=counted[1])
+        assert [m.key() for m in letters] == [b"k3"] * counted[1]
     finally:
         app.stop()
