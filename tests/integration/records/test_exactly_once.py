@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable
@@ -167,32 +168,69 @@ def test_an_aborted_transaction_on_a_cluster_never_travels_its_next_hop(local_ka
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_exactly_once_names_a_cluster_without_transactions_and_exits_2(local_kafka, unique_topic, tmp_path):
+@pytest.fixture(scope="module")
+def no_transactions(tmp_path_factory):
     """x1 is an Apache Kafka node whose transaction log can never be created (replication
     factor 3 on one node): it answers metadata, but no InitProducerId. (noida-db runs
     transactions: init, commit, abort, the last stable offset and fencing, probed on
     2026-11-26, so it is not the case here.)"""
     from treedist.local import LocalClusters
 
-    broken = LocalClusters.start(["x1"], tmp_path / "brokers", engine="kafka",
+    broken = LocalClusters.start(["x1"], tmp_path_factory.mktemp("no-transactions"), engine="kafka",
                                  options={"extra_props": {"transaction.state.log.replication.factor": "3"}})
     try:
-        bootstrap = {"c1": local_kafka.bootstrap["c1"], "x1": broken.bootstrap["x1"]}
-        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "ck"),
-                                distributor={"delivery": "exactly_once"})
-        config = tmp_path / "deployment.yaml"
-        config.write_text(yaml.safe_dump(spec))
-        proc = subprocess.Popen([str(TREEDIST), "run", "-c", str(config)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=300)
-        finally:
-            if proc.poll() is None:  # it went past the preflight: stop it and its JVM
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
-        assert proc.returncode == 2, out + err
-        lines = [line for line in err.splitlines() if line.strip()]
-        assert len(lines) == 1 and "does not support Kafka transactions" in lines[0] and "'x1'" in lines[0], err
-        assert "'c1'" not in lines[0], err
+        yield broken
     finally:
         broken.stop()
+
+
+def _until_exit(args: list[str]) -> tuple[int, str, str]:
+    """Run `treedist ARGS` until it exits (at most 300 s); a process that went past its
+    preflight is stopped with its JVM."""
+    proc = subprocess.Popen([str(TREEDIST), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, stdin=subprocess.DEVNULL)
+    try:
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    return proc.returncode, out, err
+
+
+def test_exactly_once_names_a_cluster_without_transactions_and_exits_2(local_kafka, no_transactions, unique_topic,
+                                                                        tmp_path):
+    bootstrap = {"c1": local_kafka.bootstrap["c1"], "x1": no_transactions.bootstrap["x1"]}
+    spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "ck"),
+                            distributor={"delivery": "exactly_once"})
+    config = tmp_path / "deployment.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    code, out, err = _until_exit(["run", "-c", str(config)])
+    assert code == 2, out + err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "does not support Kafka transactions" in lines[0] and "'x1'" in lines[0], err
+    assert "'c1'" not in lines[0], err
+
+
+def test_a_worker_names_an_answering_cluster_without_transactions_and_exits_2_a_down_one_is_no_reason(
+        local_kafka, no_transactions, etcd, unique_topic, tmp_path):
+    """`treedist worker` in exactly_once: x1 answers without transactions -> exit 2, one line
+    naming it; d1 is down (a closed port) -> a logged line, checked when it answers."""
+    import socket
+
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        down = f"127.0.0.1:{closed.getsockname()[1]}"
+        bootstrap = {"c1": local_kafka.bootstrap["c1"], "x1": no_transactions.bootstrap["x1"], "d1": down}
+        spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "ck"),
+                                distributor={"delivery": "exactly_once"},
+                                control={"etcd": [etcd.client_url], "prefix": f"/treedist-{unique_topic}"})
+        config = tmp_path / "deployment.yaml"
+        config.write_text(yaml.safe_dump(spec))
+        code, out, err = _until_exit(["worker", "-c", str(config), "--name", "w1", "--state-dir", str(tmp_path / "w1"),
+                                      "--connect-timeout", "30"])
+    assert code == 2, out + err
+    refusals = [line for line in err.splitlines() if "does not support Kafka transactions" in line]
+    assert len(refusals) == 1 and "'x1'" in refusals[0], err
+    assert "'c1'" not in refusals[0] and "'d1'" not in refusals[0], err
+    assert any("'d1'" in line and "checked when it answers" in line for line in err.splitlines()), err
