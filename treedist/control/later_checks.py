@@ -1,6 +1,7 @@
 """The clusters whose transactions a worker could not check (`distributor.delivery:
-exactly_once`) because they did not answer, at its start or at a live config: checked again
-until they answer (worker process: one thread at a time, at most every `every_s`).
+exactly_once`) at its start or at a live config, because they did not answer or their
+transaction coordinator was not ready: checked again until that is settled (worker process:
+one thread at a time, at most every `every_s`).
 
 A cluster that answers again and runs transactions leaves the list with a logged line. One
 that answers without them is logged as an error, once, naming it; the worker goes on (its

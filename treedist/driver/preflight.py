@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from confluent_kafka import KafkaError
 from pydantic import SecretStr
 
 from treedist.config import Deployment
@@ -23,7 +24,7 @@ from treedist.kafka import TopicMissing, admin_client, partition_counts
 from treedist.kafka.reach import REACH_TIMEOUT_S, ClusterConnectFailed, check_reachable
 from treedist.kafka.settings_check import ClientSettingError, check_client_settings
 from treedist.records.plan import consumer_settings, producer_settings
-from treedist.records.transactions import (EXACTLY_ONCE, NOT_ANSWERING, REFUSALS, TransactionsUnsupported,
+from treedist.records.transactions import (CHECK_LATER, EXACTLY_ONCE, REFUSALS, TransactionsUnsupported,
                                            clusters_to_probe, probe_transactions, transactions_verdict)
 from treedist.spark.errors import SparkOptionError
 
@@ -95,10 +96,10 @@ def check_answering_transactions(deployment: Deployment, names: list[str] | None
     down from one without a transaction coordinator (`transactions_verdict`).
 
     Steps, per cluster, all at once (threads): 1. metadata with its settings (check_reachable);
-    2. if it answered, the InitProducerId probe; 3. if that failed other than by a refusal,
-    metadata again. Raise TransactionsUnsupported naming every cluster that answers without
-    transactions, on one line; return cluster -> why it was not checked (down, or its login
-    refused: the units report it when they reach it)."""
+    2. if it answered, the InitProducerId probe; 3. if that failed, metadata again. Raise
+    TransactionsUnsupported naming every cluster that answers without transactions, on one
+    line; return cluster -> why it was not checked (down, its login
+    refused, its transaction coordinator not ready: to be checked again)."""
     if deployment.distributor.delivery != EXACTLY_ONCE:
         return {}
     wanted = list(deployment.clusters) if names is None else [n for n in deployment.clusters if n in names]
@@ -123,12 +124,14 @@ def check_answering_transactions(deployment: Deployment, names: list[str] | None
         try:
             probe_transactions(name, settings, timeout_s)
         except TransactionsUnsupported as err:
-            refused = err.code in REFUSALS
-            if transactions_verdict(err.code, refused or answers(name)) == NOT_ANSWERING:
+            answers_after = answers(name)
+            if transactions_verdict(err.code, answers_after) == CHECK_LATER:
                 # its key exists: no other thread writes it
-                reached[name] = f"cluster {name!r}: stopped answering during the transactions probe"
+                reached[name] = (f"cluster {name!r}: its transaction coordinator is not ready "
+                                 f"({KafkaError(err.code).str()})" if answers_after else
+                                 f"cluster {name!r}: stopped answering during the transactions probe")
                 return
-            if refused:
+            if err.code in REFUSALS:
                 raise
             raise TransactionsUnsupported(f"{err}; it answers metadata, but no transaction coordinator within "
                                           f"{timeout_s:g} s", err.code) from None

@@ -146,7 +146,7 @@ def window_ends(windows: Iterable[PartitionWindow], level: int, names: Mapping[s
 
 
 # What a probe's InitProducerId answer says (`transactions_verdict`).
-HAS_TRANSACTIONS, NO_TRANSACTIONS, NOT_ANSWERING = "ok", "none", "down"
+HAS_TRANSACTIONS, NO_TRANSACTIONS, CHECK_LATER = "ok", "none", "later"
 # Answers that refuse transactions whatever the cluster's state: a broker too old for
 # InitProducerId or transactional produce, ACLs refusing the transactional id or idempotent
 # writes, a transaction.timeout.ms above the broker's transaction.max.timeout.ms.
@@ -155,24 +155,31 @@ REFUSALS = frozenset({
     KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
     KafkaError.INVALID_TRANSACTION_TIMEOUT,
 })
+# Answers of a transaction coordinator that exists but is not ready yet (its log loading, the
+# coordinator moving, a previous transaction of the id finishing): transactions run soon.
+SETTLING = frozenset({KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR,
+                      KafkaError.CONCURRENT_TRANSACTIONS})
 
 
 def transactions_verdict(code: int | None, answers_after: bool) -> str:
     """What the InitProducerId probe of a cluster that answered metadata before it says.
 
     `code`: the probe's error code (None: it got a producer id); `answers_after`: the cluster
-    answered metadata again after a failed probe. A refusal (REFUSALS) means no transactions.
-    Any other failure is a timeout in practice: librdkafka retries FindCoordinator and
-    InitProducerId until the call's timeout, both for a cluster that went down meanwhile and
-    for one that has no transaction coordinator (e.g. a transaction log it cannot create:
-    Kafka answers COORDINATOR_NOT_AVAILABLE for ever), and returns _TIMED_OUT for both; so
-    only the cluster's answer afterwards tells them apart: it answers -> no transactions; it
-    does not -> down, to be checked when it answers."""
+    answered metadata after the probe. A refusal (REFUSALS) means no transactions, a
+    coordinator not ready yet (SETTLING) a check later. Any other failure is a timeout in
+    practice: librdkafka retries FindCoordinator and InitProducerId until the call's timeout,
+    both for a cluster that went down meanwhile and for one that has no transaction
+    coordinator (e.g. a transaction log it cannot create: Kafka answers FindCoordinator with
+    COORDINATOR_NOT_AVAILABLE for ever), and returns _TIMED_OUT for both; so only the
+    cluster's answer afterwards tells them apart: it answers -> no transactions; it does not
+    -> a check when it answers."""
     if code is None:
         return HAS_TRANSACTIONS
-    if code in REFUSALS or answers_after:
+    if code in REFUSALS:
         return NO_TRANSACTIONS
-    return NOT_ANSWERING
+    if code in SETTLING or not answers_after:
+        return CHECK_LATER
+    return NO_TRANSACTIONS
 
 
 def clusters_to_probe(reached: Mapping[str, str | None]) -> list[str]:

@@ -8,10 +8,11 @@ from hypothesis import given, strategies as st
 
 from treedist.records.positions import LevelRange, PartitionWindow
 from treedist.records.transactions import (
+    CHECK_LATER,
     HAS_TRANSACTIONS,
     NO_TRANSACTIONS,
-    NOT_ANSWERING,
     REFUSALS,
+    SETTLING,
     clusters_to_probe,
     group_settings,
     positions_group,
@@ -105,8 +106,8 @@ def test_exactly_once_refuses_a_cluster_read_uncommitted_naming_it():
 
 # -- which clusters a worker probes, and which answers mean "no transactions" --------------
 
-_CODES = st.sampled_from(sorted(REFUSALS) + [KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                                             KafkaError.NOT_COORDINATOR, KafkaError._TRANSPORT, KafkaError._FAIL])
+_CODES = st.sampled_from(sorted(REFUSALS | SETTLING) + [KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                                                        KafkaError._TRANSPORT, KafkaError._FAIL])
 
 
 def test_a_refusal_means_no_transactions_even_from_a_cluster_that_went_quiet():
@@ -119,19 +120,25 @@ def test_a_timed_out_probe_is_told_apart_by_the_clusters_answer_afterwards():
     # librdkafka's _TIMED_OUT both for a cluster that went down and for one whose transaction
     # coordinator never comes (Kafka answering COORDINATOR_NOT_AVAILABLE for ever)
     assert transactions_verdict(KafkaError._TIMED_OUT, answers_after=True) == NO_TRANSACTIONS
-    assert transactions_verdict(KafkaError._TIMED_OUT, answers_after=False) == NOT_ANSWERING
+    assert transactions_verdict(KafkaError._TIMED_OUT, answers_after=False) == CHECK_LATER
     assert transactions_verdict(None, answers_after=False) == HAS_TRANSACTIONS
 
 
+def test_a_coordinator_still_loading_is_checked_later_not_refused():
+    assert transactions_verdict(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, answers_after=True) == CHECK_LATER
+
+
 @given(st.one_of(st.none(), _CODES), st.booleans())
-def test_only_a_cluster_that_does_not_answer_is_left_for_later(code, answers_after):
+def test_no_transactions_only_from_a_refusal_or_a_cluster_that_answers_without_a_coordinator(code, answers_after):
     verdict = transactions_verdict(code, answers_after)
     if code is None:
         assert verdict == HAS_TRANSACTIONS
-    elif code in REFUSALS or answers_after:
+    elif code in REFUSALS:
         assert verdict == NO_TRANSACTIONS
+    elif code in SETTLING or not answers_after:
+        assert verdict == CHECK_LATER
     else:
-        assert verdict == NOT_ANSWERING
+        assert verdict == NO_TRANSACTIONS
 
 
 @given(st.dictionaries(st.sampled_from(["c1", "c2", "c3", "x1"]),
