@@ -240,7 +240,10 @@ class Worker:
             # blocks this loop up to a probe's timeouts (the lease renews on its own thread)
             unchecked = check_answering_transactions(deployment, transactions_to_check(self.deployment, deployment))
         except (ConfigError, ControlError, TransactionsUnsupported) as err:
-            log.error("the live config at revision %d is invalid, keeping the current one: %s", revision, err)
+            # a worker started with a refused exactly_once exits 2: say how out
+            hint = (" (a worker started with it exits 2: set distributor.delivery=at_least_once, or give the cluster "
+                    "transactions and set the config again)" if isinstance(err, TransactionsUnsupported) else "")
+            log.error("the live config at revision %d is invalid, keeping the current one: %s%s", revision, err, hint)
             self.deployment_revision = revision
             return
         changed = self.app.apply(deployment)
