@@ -97,6 +97,23 @@ def test_a_schemas_record_whose_schema_nests_past_the_http_limit_is_a_malformed_
         decode(key, value)
 
 
+def test_a_schemas_value_that_decodes_but_cannot_be_encoded_again_is_a_malformed_record():
+    # found alongside (by review): json.loads and json.dumps each take a stack frame per level;
+    # a `metadata` nested just under json.loads' limit (~990 levels at the top of a stack)
+    # decoded, and the distributor's json.dumps of the value's fields (`raw`), a few frames
+    # deeper in the same Spark batch, raised RecursionError: the batch failed at every replay
+    # and the distributor stopped after its restarts. A producer to the primary's `_schemas`
+    # writing values of 970 to 990 levels hits that window
+    from treedist.registry.errors import MalformedRecord
+    from treedist.registry.guard import MAX_DEPTH
+    from treedist.registry.records import decode
+
+    key = b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}'
+    value = b'{"subject":"s","version":1,"id":1,"schema":"\\"int\\"","metadata":' + b"[" * 900 + b"]" * 900 + b"}"
+    with pytest.raises(MalformedRecord, match=f"value nests deeper than {MAX_DEPTH} levels"):
+        decode(key, value)
+
+
 def test_a_schema_type_that_is_not_a_string_is_422_not_a_type_error():
     # found by test_any_request_body_...: {"schema": ..., "schemaType": [0]} reached the
     # lru_cache of avro.parse (unhashable list): a TypeError, a 500 over HTTP

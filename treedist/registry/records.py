@@ -261,13 +261,36 @@ def _loads(raw: bytes | None, what: str) -> object:
     if raw is None:
         raise MalformedRecord(f"null {what}")
     try:
-        return json.loads(raw)
+        obj = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise MalformedRecord(f"{what} is not JSON: {err}") from None
     except RecursionError:
         # any producer may write `_schemas`: a deeply nested record must be skipped like any
         # malformed one, not stop the store's reader (and again at every replay)
         raise MalformedRecord(f"{what} is nested too deeply to decode") from None
+    # What json.loads took (up to ~990 levels, a frame each) json.dumps may not a few frames
+    # deeper: the distributor writes a value's unknown fields back (`raw`) in the same Spark
+    # batch that decoded it, and such a `metadata` raised RecursionError there at every replay.
+    if _nesting(obj) > MAX_DEPTH:
+        raise MalformedRecord(f"{what} nests deeper than {MAX_DEPTH} levels (the registry's limit)")
+    return obj
+
+
+def _nesting(obj: object) -> int:
+    """How deep a decoded JSON value's lists and objects nest, walked without recursion; stops
+    past MAX_DEPTH. Walks the decoded nodes, not the text: a SCHEMA value has a handful (its
+    schema is one string), so this costs microseconds where a scan of the text cost ~0.2 ms."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_DEPTH:
+                break
+        stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 def _str(obj: dict, name: str) -> str:

@@ -110,3 +110,14 @@ def test_a_schema_at_the_http_limit_decodes():
     record = decode(SCHEMA_KEY, schema_value(nested_arrays(MAX_DEPTH)))
     assert record.value.schema == nested_arrays(MAX_DEPTH)
     assert decode(SCHEMA_KEY, None) == Record(SchemaKey("s", 1), None)  # its tombstone is still a tombstone
+
+
+@pytest.mark.parametrize("levels, decodes", [(MAX_DEPTH - 1, True), (MAX_DEPTH, False), (900, False)])
+def test_a_value_whose_unknown_fields_nest_past_the_limit_is_a_malformed_record(levels, decodes):
+    # the value object is level 1: its `metadata` may nest MAX_DEPTH - 1 more, as in a request body
+    value = b'{"subject":"s","version":1,"id":1,"schema":"\\"int\\"","metadata":' + b"[" * levels + b"]" * levels + b"}"
+    if decodes:
+        assert decode(*encode(decode(SCHEMA_KEY, value))) == decode(SCHEMA_KEY, value)
+    else:
+        with pytest.raises(MalformedRecord, match=f"value nests deeper than {MAX_DEPTH} levels"):
+            decode(SCHEMA_KEY, value)
