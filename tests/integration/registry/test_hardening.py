@@ -4,8 +4,9 @@ backed by the shared local brokers.
 Invariants: a body over 1 MiB is 413 (declared or streamed); a POST/PUT body of a media type
 that is not JSON is 415, every type Confluent's clients send is accepted; a Host outside
 the allow-list is 421 on every path; a document nested past 64 levels is 422 (42201), never
-a 500; no error quotes the request body back; a registry whose deployment names no primary
-refuses writes (42205) and says READONLY."""
+a 500, and such a schema written to the `_schemas` topic is not applied; no error quotes the
+request body back; a registry whose deployment names no primary refuses writes (42205) and
+says READONLY."""
 
 from __future__ import annotations
 
@@ -121,3 +122,25 @@ def test_a_registry_whose_deployment_names_no_primary_is_read_only(local_kafka, 
         assert "schemas.primary" in answer.json()["message"]
         assert httpx.get(f"{server.url}/mode").json() == {"mode": "READONLY"}
         assert httpx.put(f"{server.url}/config", content='{"compatibility": "NONE"}', headers=JSON_TYPE).status_code == 422
+
+
+def test_a_schema_past_the_limit_written_to_the_topic_is_skipped_and_its_subject_still_works(
+        registry, local_kafka, schemas_topic):
+    """Any producer may write `_schemas`: a SCHEMA record 1,000 levels deep there is not
+    applied (listed in /health), and the subject it names takes a registration. Before, it
+    was applied: registering under the subject was 422 ("nests too deeply", the Avro parser's
+    RecursionError on the stored schema) and GET /schemas/ids/7 served it."""
+    from confluent_kafka import Producer
+
+    deep = '{"type":"array","items":' * 1000 + '"int"' + "}" * 1000
+    producer = Producer({"bootstrap.servers": local_kafka.bootstrap["c1"]})
+    producer.produce(schemas_topic, partition=0,
+                     key=b'{"keytype":"SCHEMA","subject":"orders-value","version":1,"magic":1}',
+                     value=json.dumps({"subject": "orders-value", "version": 1, "id": 7, "schema": deep, "deleted": False}))
+    assert producer.flush(30) == 0
+
+    answer = _register(registry.url, json.dumps({"schema": V1}))  # read back after the record above
+    assert answer.status_code == 200 and answer.json()["id"] == 1, answer.text
+    assert httpx.get(f"{registry.url}/schemas/ids/7").status_code == 404
+    [malformed] = httpx.get(f"{registry.url}/health").json()["malformed_records"]
+    assert malformed.endswith(f"schema nests deeper than {MAX_DEPTH} levels (the registry's limit)")
