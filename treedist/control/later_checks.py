@@ -59,11 +59,12 @@ class LaterTransactions:
             thread.join(timeout_s)
 
     def _check(self, deployment: Deployment, names: list[str]) -> None:
-        # One cluster at a time: a refusal names one cluster, and a cluster still down stays.
+        # One cluster at a time: a refusal names one cluster; one still down (or its coordinator
+        # not ready) stays.
         try:
             for name in names:
                 try:
-                    still_down = name in check_answering_transactions(deployment, [name], self.timeout_s)
+                    unsettled = name in check_answering_transactions(deployment, [name], self.timeout_s)
                 except TransactionsUnsupported as err:
                     line = f"{err}: its copies fail until it runs them (or distributor.delivery is at_least_once)"
                     log.error("%s", line)
@@ -71,7 +72,7 @@ class LaterTransactions:
                         self.pending.pop(name, None)
                         self.refused[name] = line
                     continue
-                if not still_down:
+                if not unsettled:
                     log.info("cluster %r answers again and runs Kafka transactions", name)
                     with self._lock:
                         self.pending.pop(name, None)

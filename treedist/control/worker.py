@@ -9,8 +9,8 @@ Start (`start`):
    that differs is reported);
 3. the metadata cache (watch + periodic resync) and the membership (lease, registration);
 4. client settings checked; in exactly_once, the transactions of every cluster that answers
-   (one that answers without them: exit 2, one line; one that is down: a logged line, its
-   tasks meet it); then Spark started and the distribution application begun with no unit
+   (one that answers without them: exit 2, one line; one that is down: a logged line, and
+   checked when it answers: treedist.control.later_checks); then Spark started and the distribution application begun with no unit
    (`DistributionApp.begin`).
 Each part is registered on the command's `DriverProcess` (treedist.driver.process) as it
 starts, so that a failure half-way stops what started.

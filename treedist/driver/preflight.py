@@ -98,8 +98,8 @@ def check_answering_transactions(deployment: Deployment, names: list[str] | None
     Steps, per cluster, all at once (threads): 1. metadata with its settings (check_reachable);
     2. if it answered, the InitProducerId probe; 3. if that failed, metadata again. Raise
     TransactionsUnsupported naming every cluster that answers without transactions, on one
-    line; return cluster -> why it was not checked (down, its login
-    refused, its transaction coordinator not ready: to be checked again)."""
+    line; return cluster -> why it was not checked (down, its login refused, its transaction
+    coordinator not ready: to be checked again)."""
     if deployment.distributor.delivery != EXACTLY_ONCE:
         return {}
     wanted = list(deployment.clusters) if names is None else [n for n in deployment.clusters if n in names]
