@@ -402,15 +402,18 @@ class DistributorConfig(Frozen):
         description="How often a query looks for new records when its last batch found none (under load "
                     "batches run back to back); 0: as fast as Spark can.",
     )
-    # 1 s: measured 2026-11-26 (benchmarks/RESULTS.md, "Lingering tasks"): CPU per copy at
-    # 2,000 records/s 313 -> 116 us (single link), 123 -> ~67 us (full sync); latency within targets.
+    # Off by default: 1 s measured 2026-11-26 (benchmarks/RESULTS.md, "Lingering tasks"): CPU per
+    # copy at 2,000 records/s 313 -> 116 us (single link), 123 -> ~67 us (full sync), latency within
+    # targets; but the tree's peak RSS 1,461 -> 1,602 MiB (a Python worker per task thread), and a
+    # task's counters (status, progress, metrics) arrive at its end, up to a linger late.
     task_linger: DurationOrZero = Field(
-        default=1.0,
+        default=0.0,
         description="How long a query's task keeps tailing its partitions after its windows, copying each "
                     "run of records as it arrives even without a backlog (`treedist.records.ahead`), so that "
                     "at low rates a query runs about one micro-batch per linger instead of several per second "
-                    "(Spark's fixed cost per batch). 0: a task copies ahead only while a backlog keeps arriving (the "
-                    "behaviour before 2026-11-26). "
+                    "(Spark's fixed cost per batch). 0 (the default): a task copies ahead only while a backlog keeps "
+                    "arriving. 1s cut CPU per copy at 2,000 records/s by 2.7x, for more memory (a Python worker "
+                    "per task thread) and counters that report at a task's end. "
                     "A lingering task holds a Spark task slot: with a local master, the application then runs "
                     "at least one task thread per cluster query. Ends early when the link stops or its targets "
                     "switch (local executors); not in `delivery: exactly_once` (no copying ahead there).",
