@@ -94,4 +94,10 @@ class StoreError(RegistryError):
 
 
 class MalformedRecord(RegistryError):
-    """A `_schemas` record that is not in Confluent's format (reported, never applied)."""
+    """A `_schemas` record that is not in Confluent's format (reported, never applied).
+    `schema_id`: the ID a SCHEMA record carried when it could be read (its schema is what was
+    wrong), so that the store never hands that ID out for another schema."""
+
+    def __init__(self, message: str, schema_id: int | None = None) -> None:
+        super().__init__(message)
+        self.schema_id = schema_id

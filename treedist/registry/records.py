@@ -217,7 +217,7 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
             raise MalformedRecord("value is not a JSON object")
         return Record(parsed_key, _decode_value(parsed_key, v))
     except MalformedRecord as err:
-        raise MalformedRecord(f"_schemas record with key {key!r}: {err.message}") from None
+        raise MalformedRecord(f"_schemas record with key {key!r}: {err.message}", err.schema_id) from None
 
 
 def _decode_value(key: Key, v: dict) -> Value:
@@ -228,13 +228,15 @@ def _decode_value(key: Key, v: dict) -> Value:
         deleted = v.get("deleted", False)
         if not isinstance(deleted, bool):
             raise MalformedRecord("deleted must be a boolean")
-        schema = _str(v, "schema")
+        subject, version, schema_id, schema = _str(v, "subject"), _int(v, "version"), _int(v, "id"), _str(v, "schema")
         if nesting_depth(schema) > MAX_DEPTH:  # the HTTP API's limit: a deeper one never gets in there either
-            raise MalformedRecord(f"schema nests deeper than {MAX_DEPTH} levels (the registry's limit)")
+            # the ID goes with the error: another writer (a Confluent registry) may have handed
+            # it out, so it must not be given to another schema here
+            raise MalformedRecord(f"schema nests deeper than {MAX_DEPTH} levels (the registry's limit)", schema_id)
         return SchemaValue(
-            subject=_str(v, "subject"),
-            version=_int(v, "version"),
-            id=_int(v, "id"),
+            subject=subject,
+            version=version,
+            id=schema_id,
             schema=schema,
             schema_type=v.get("schemaType") or AVRO,
             references=tuple(refs),

@@ -5,7 +5,8 @@ Invariants (checked by tests/unit/registry/test_state_properties.py):
   * IDEMPOTENT: applying a record a second time right after the first changes nothing.
   * ONE_SCHEMA_PER_ID: an ID once bound to a schema is never rebound; a record that would
     bind it to another schema is kept aside as a Conflict, not applied.
-  * MAX_ID: `max_id` is the highest ID any SCHEMA record carried (new IDs are max_id + 1).
+  * MAX_ID: `max_id` is the highest ID any SCHEMA record carried (new IDs are max_id + 1),
+    including one not applied for its schema (`reserve_id`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,11 @@ class RegistryState:
             for number, v in list(versions.items()):
                 if number <= value.version and not v.deleted:
                     versions[number] = Version(number, v.id, True)
+
+    def reserve_id(self, schema_id: int) -> None:
+        """An ID a SCHEMA record carried whose schema was not applied (a MalformedRecord's
+        `schema_id`): never handed out for another schema."""
+        self.max_id = max(self.max_id, schema_id)
 
     def _apply_schema(self, key: SchemaKey, value: object) -> None:
         if value is None:  # tombstone: the version is gone for good

@@ -140,13 +140,16 @@ class KafkaStore:
             consumer.close()
 
     def _apply(self, offset: int, key: bytes | None, value: bytes | None) -> None:
+        reserved = None  # the ID of a SCHEMA record not applied for its schema
         try:
             record = decode(key, value)
         except MalformedRecord as err:
-            record = None
+            record, reserved = None, err.schema_id
             self.malformed.append(f"offset {offset}: {err.message}")
             log.error("%s: offset %d not applied: %s", self.where, offset, err.message)
         with self._changed:
+            if reserved is not None:
+                self.state.reserve_id(reserved)
             if record is not None:
                 before = len(self.state.conflicts)
                 self.state.apply(record)

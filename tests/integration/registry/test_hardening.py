@@ -127,9 +127,10 @@ def test_a_registry_whose_deployment_names_no_primary_is_read_only(local_kafka, 
 def test_a_schema_past_the_limit_written_to_the_topic_is_skipped_and_its_subject_still_works(
         registry, local_kafka, schemas_topic):
     """Any producer may write `_schemas`: a SCHEMA record 1,000 levels deep there is not
-    applied (listed in /health), and the subject it names takes a registration. Before, it
-    was applied: registering under the subject was 422 ("nests too deeply", the Avro parser's
-    RecursionError on the stored schema) and GET /schemas/ids/7 served it."""
+    applied (listed in /health), the subject it names takes a registration, and its ID is
+    not handed out again. Before, it was applied: registering under the subject was 422
+    ("nests too deeply", the Avro parser's RecursionError on the stored schema) and
+    GET /schemas/ids/7 served it."""
     from confluent_kafka import Producer
 
     deep = '{"type":"array","items":' * 1000 + '"int"' + "}" * 1000
@@ -140,7 +141,7 @@ def test_a_schema_past_the_limit_written_to_the_topic_is_skipped_and_its_subject
     assert producer.flush(30) == 0
 
     answer = _register(registry.url, json.dumps({"schema": V1}))  # read back after the record above
-    assert answer.status_code == 200 and answer.json()["id"] == 1, answer.text
+    assert answer.status_code == 200 and answer.json()["id"] == 8, answer.text
     assert httpx.get(f"{registry.url}/schemas/ids/7").status_code == 404
     [malformed] = httpx.get(f"{registry.url}/health").json()["malformed_records"]
     assert malformed.endswith(f"schema nests deeper than {MAX_DEPTH} levels (the registry's limit)")

@@ -93,8 +93,8 @@ def nested_arrays(levels: int) -> str:
 SCHEMA_KEY = b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}'
 
 
-def schema_value(text: str) -> bytes:
-    return json.dumps({"subject": "s", "version": 1, "id": 1, "schema": text, "deleted": False}).encode()
+def schema_value(text: str, schema_id: int = 1) -> bytes:
+    return json.dumps({"subject": "s", "version": 1, "id": schema_id, "schema": text, "deleted": False}).encode()
 
 
 @pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 200, 1_000, 100_000])
@@ -104,6 +104,7 @@ def test_a_schema_deeper_than_the_http_limit_is_a_malformed_record_naming_key_an
         decode(SCHEMA_KEY, schema_value(nested_arrays(levels)))
     assert caught.value.message == (f"_schemas record with key {SCHEMA_KEY!r}: schema nests deeper than "
                                     f"{MAX_DEPTH} levels (the registry's limit)")
+    assert caught.value.schema_id == 1  # the store keeps the ID from being handed out again
 
 
 def test_a_schema_at_the_http_limit_decodes():
@@ -119,5 +120,6 @@ def test_a_value_whose_unknown_fields_nest_past_the_limit_is_a_malformed_record(
     if decodes:
         assert decode(*encode(decode(SCHEMA_KEY, value))) == decode(SCHEMA_KEY, value)
     else:
-        with pytest.raises(MalformedRecord, match=f"value nests deeper than {MAX_DEPTH} levels"):
+        with pytest.raises(MalformedRecord, match=f"value nests deeper than {MAX_DEPTH} levels") as caught:
             decode(SCHEMA_KEY, value)
+        assert caught.value.schema_id is None  # not read from a value that was not decoded
