@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from treedist.local.errors import LocalClusterError
-from treedist.local.launcher import HOST, free_port, pid_alive, stop_pid
+from treedist.local.launcher import HOST, free_port, live_cmdline, pid_alive, stop_pid
 from treedist.local.secured import TlsFiles, create_tls, make_client_cert
 
 STATE_FILE = "etcd.json"
@@ -104,12 +104,7 @@ class LocalEtcd:
 
     def is_ours(self) -> bool:
         """The PID is still an etcd process on our data dir (a state file outlives its processes)."""
-        if not pid_alive(self.pid):
-            return False
-        try:
-            args = [a.decode(errors="replace") for a in Path(f"/proc/{self.pid}/cmdline").read_bytes().split(b"\0") if a]
-        except OSError:
-            return False
+        args = live_cmdline(self.pid)
         return bool(args) and Path(args[0]).name == "etcd" and self.data_dir in args
 
     def stop(self, grace: float = 5.0) -> None:

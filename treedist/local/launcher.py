@@ -209,19 +209,28 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def live_cmdline(pid: int) -> list[str] | None:
+    """The arguments of process `pid` as /proc shows them, None when it is not alive or cannot be
+    read. A state file outlives its processes (after a reboot or a crash its PIDs may belong to
+    anything): every `is_ours` check matches these against what it started."""
+    if not pid_alive(pid):
+        return None
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return [a.decode(errors="replace") for a in argv if a]
+
+
 def is_ours(broker: LocalBroker) -> bool:
     """Whether `broker.pid` is still the broker process we started for this data dir.
 
     A state file outlives its processes: after a reboot or a crash its PIDs may belong to
     anything. Only a live process whose command line is noida-db's with this data dir is ours.
     """
-    if not pid_alive(broker.pid):
+    args = live_cmdline(broker.pid)
+    if args is None:
         return False
-    try:
-        argv = Path(f"/proc/{broker.pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    args = [a.decode(errors="replace") for a in argv if a]
     if broker.engine == "kafka":
         from treedist.local.kafka_broker import is_kafka_cmdline
 

@@ -43,8 +43,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from treedist.local.errors import LocalClusterError
-from treedist.local.launcher import pid_alive, stop_all
-from treedist.local.spark_standalone import read_json, wait_for
+from treedist.local.launcher import live_cmdline, pid_alive, stop_all
+from treedist.local.spark_standalone import MASTER_CLASS, WORKER_CLASS, read_json, wait_for
 
 STATE_FILE = "netbed.json"
 DEFAULT_PREFIX = "tdnb"
@@ -53,8 +53,6 @@ DEFAULT_SUBNET = "10.77.0.0/24"
 HOSTS = {"master": 10, "worker1": 11, "worker2": 12, "kafka": 20, "driver": 30}
 SPARK_WORKERS = ("worker1", "worker2")
 MASTER_PORT, MASTER_UI_PORT, WORKER_UI_PORT = 7077, 8080, 8081
-MASTER_CLASS = "org.apache.spark.deploy.master.Master"
-WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 # The standalone daemons only schedule: small heaps, C1 only (2 cores shared with Kafka,
 # executors and the driver).
 DAEMON_JVM = ["-Xms32m", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
@@ -120,13 +118,8 @@ class Process:
     marker: str  # a string its command line holds: a recorded PID reused by another process is not ours
 
     def is_ours(self) -> bool:
-        if not pid_alive(self.pid):
-            return False
-        try:
-            cmd = Path(f"/proc/{self.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            return False
-        return self.marker in cmd
+        args = live_cmdline(self.pid)
+        return args is not None and self.marker in " ".join(args)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from treedist.local.errors import LocalClusterError
-from treedist.local.launcher import HOST, free_port, pid_alive, stop_pid
+from treedist.local.launcher import HOST, free_port, live_cmdline, pid_alive, stop_pid
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -47,13 +47,8 @@ class SparkDaemon:
     log_file: str
 
     def is_ours(self) -> bool:
-        if not pid_alive(self.pid):
-            return False
-        try:
-            cmd = Path(f"/proc/{self.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            return False
-        return (MASTER_CLASS if self.role == "master" else WORKER_CLASS) in cmd
+        args = live_cmdline(self.pid)
+        return args is not None and (MASTER_CLASS if self.role == "master" else WORKER_CLASS) in " ".join(args)
 
     def stop(self, grace: float = 10.0) -> None:
         if self.is_ours():
