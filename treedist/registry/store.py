@@ -32,6 +32,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, Producer, TopicPartiti
 from treedist.kafka import clients
 from treedist.kafka.admin import admin_client, ensure_topics
 from treedist.registry.errors import MalformedRecord, StoreError, StoreTimeout
+from treedist.registry.malformed import MalformedRecords
 from treedist.registry.records import NoopKey, Record, decode, encode
 from treedist.registry.rules import Decision
 from treedist.registry.state import RegistryState
@@ -49,7 +50,9 @@ class KafkaStore:
         self.cluster, self.topic, self.timeout_s = cluster, topic, timeout_s
         self._client = dict(client_config)
         self.state = RegistryState()
-        self.malformed: list[str] = []  # reported in /health and the log, never applied
+        # Never applied; reported in /health and the log. Bounded: any producer may write the
+        # topic, and a flood of bad records must not grow this process (the last 100 and a count).
+        self.malformed = MalformedRecords()
         self._changed = threading.Condition()
         self._write_lock = threading.Lock()
         self._position = 0  # next offset the reader will apply
@@ -140,14 +143,14 @@ class KafkaStore:
             consumer.close()
 
     def _apply(self, offset: int, key: bytes | None, value: bytes | None) -> None:
-        reserved = None  # the ID of a SCHEMA record not applied for its schema
+        reserved, why = None, ""  # the ID of a SCHEMA record not applied for its schema; why not
         try:
             record = decode(key, value)
         except MalformedRecord as err:
-            record, reserved = None, err.schema_id
-            self.malformed.append(f"offset {offset}: {err.message}")
-            log.error("%s: offset %d not applied: %s", self.where, offset, err.message)
+            record, reserved, why = None, err.schema_id, err.message
         with self._changed:
+            if record is None:  # under the lock: /health reads the kept ones
+                self._malformed(offset, why)
             if reserved is not None:
                 self.state.reserve_id(reserved)
             if record is not None:
@@ -157,6 +160,18 @@ class KafkaStore:
                     log.error("%s: offset %d: ID conflict, not applied: %s", self.where, offset, list(self.state.conflicts.values())[-1])
             self._position = offset + 1
             self._changed.notify_all()
+
+    def _malformed(self, offset: int, message: str) -> None:
+        """Keep and count a record not applied; log each of the first ones, then one line per
+        `malformed.keep` (a flood does not flood the log). The caller holds `_changed`."""
+        if not self.malformed.add(f"offset {offset}: {message}"):
+            return
+        if self.malformed.total <= self.malformed.keep:
+            log.error("%s: offset %d not applied: %s", self.where, offset, message)
+        else:
+            log.error("%s: offset %d not applied: %s (%d malformed records in all, logged once per %d past the "
+                      "first %d; /health lists the last ones)", self.where, offset, message, self.malformed.total,
+                      self.malformed.keep, self.malformed.keep)
 
     def wait_until(self, offset: int, timeout_s: float | None = None) -> None:
         """Block until the reader has applied `offset`."""
@@ -208,6 +223,7 @@ class KafkaStore:
                 "topic": self.topic,
                 "position": self._position,
                 "reader": "stopped: " + str(self._reader_error) if self._reader_error else "running",
-                "malformed_records": list(self.malformed[-10:]),
+                "malformed_records": self.malformed.recent(10),  # the last 10 not applied
+                "malformed_total": self.malformed.total,  # not applied since this process started
                 "conflicts": [vars(c) for c in self.state.conflicts.values()],
             }
