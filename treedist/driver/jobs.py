@@ -46,6 +46,38 @@ class Job(Protocol):
     def close(self) -> None: ...
 
 
+class Sync(Protocol):
+    """A metadata sync (treedist.topics.sync.TopicSync, treedist.acls.sync.AclSync): one pass
+    at a time, its counters read by progress and status."""
+
+    counters: dict
+
+    def run_once(self) -> object: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class SyncJob:
+    """A metadata sync run as a job: one pass every `interval_s` (and one before the
+    distributors start when `run_before_start`). Its counters are the sync's."""
+
+    name: str
+    interval_s: float
+    sync: Sync
+    run_before_start: bool = False
+
+    @property
+    def counters(self) -> dict:
+        return self.sync.counters
+
+    def run_once(self) -> None:
+        self.sync.run_once()
+
+    def close(self) -> None:
+        self.sync.close()
+
+
 @dataclass
 class JobState:
     """What the scheduler knows of one job (read by progress and status)."""

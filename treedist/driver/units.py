@@ -29,7 +29,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from treedist.config import Deployment
-from treedist.driver.jobs import Job, Scheduler
+from treedist.driver.jobs import Job, Scheduler, SyncJob
 from treedist.driver.query import start_cluster_query
 from treedist.driver.schemas import SchemaDistributor
 from treedist.driver.startup import await_first_read, await_sources
@@ -316,13 +316,18 @@ def metadata_sync_jobs(deployment: Deployment) -> list[Job]:
     """The jobs of the `topic-sync` unit: topic sync (`topics.sync.enabled`), ACL sync (`acls.sync`)."""
     jobs: list[Job] = []
     if deployment.topics.sync.enabled:
-        from treedist.topics.job import TopicSyncJob
+        from treedist.topics.sync import TopicSync
 
-        jobs.append(TopicSyncJob(deployment))
+        # Its first pass runs before preflight and the queries: topics missing on some
+        # cluster are created before any distributor needs them.
+        jobs.append(SyncJob("topic-sync", deployment.topics.sync.interval, TopicSync(deployment),
+                            run_before_start=True))
     if deployment.acls.sync:
-        from treedist.acls.job import AclSyncJob
+        from treedist.acls.sync import AclSync
 
-        jobs.append(AclSyncJob(deployment))
+        # Not before the queries start: a distributor does not need ACLs to copy, and a
+        # cluster without an authorizer must not fail the start.
+        jobs.append(SyncJob("acl-sync", deployment.acls.interval, AclSync(deployment)))
     return jobs
 
 
