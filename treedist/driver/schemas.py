@@ -34,6 +34,7 @@ from treedist.kafka.admin import admin_client, ensure_topics
 from treedist.driver.errors import DriverError
 from treedist.registry.distribute import SchemaConflict, copy_for_target
 from treedist.registry.errors import MalformedRecord
+from treedist.registry.malformed import MalformedRecords
 from treedist.registry.records import decode
 from treedist.registry.store import KafkaStore
 from treedist.spark import checkpoint_fs
@@ -62,7 +63,7 @@ class SchemaDistributor:
         self.restarts = 0
         self._lock = threading.Lock()
         self.conflicts: list[SchemaConflict] = []
-        self.malformed: list[str] = []
+        self.malformed = MalformedRecords()  # bounded: any producer may flood the primary's topic
         self.copied = 0
         self.records_in = 0
 
@@ -116,7 +117,8 @@ class SchemaDistributor:
     def stats(self) -> dict:
         with self._lock:
             return {"distributor": self.query_name, "records_in": self.records_in, "copied": self.copied,
-                    "conflicts": [str(c) for c in self.conflicts], "malformed": list(self.malformed),
+                    "conflicts": [str(c) for c in self.conflicts], "malformed": list(self.malformed.last),
+                    "malformed_total": self.malformed.total,
                     "active": bool(self.query and self.query.isActive), "restarts": self.restarts}
 
     # -- one micro-batch (driver, foreachBatch) -----------------------------------------------
@@ -129,9 +131,10 @@ class SchemaDistributor:
             except MalformedRecord as err:
                 # Not Confluent's format: no registry could apply it either. Reported, not copied.
                 where = f"cluster {self.primary!r} topic {self.schemas.topic!r} offset {row['offset']}"
-                log.error("%s: not copied: %s", where, err.message)
                 with self._lock:
-                    self.malformed.append(f"{where}: {err.message}")
+                    logged = self.malformed.add(f"{where}: {err.message}")
+                if logged:  # each of the first ones, then once per `keep`
+                    log.error("%s: not copied: %s (%d malformed in all)", where, err.message, self.malformed.total)
                 continue
             for target, store in self.stores.items():
                 self._copy(record, target, store)

@@ -157,10 +157,13 @@ def _pipeline_metrics(pipelines: dict) -> Iterator[Metric]:
             family = CounterMetricFamily(name, text, labels=["distributor"])
             family.add_metric(labels, schemas[key])
             yield family
-        for name, key, text in (("treedist_schema_conflicts", "conflicts", "Schema IDs used on a target for another schema (never overwritten)."),
-                                ("treedist_schema_records_malformed", "malformed", "Records of _schemas not in Confluent's format (not copied).")):
+        # malformed: the count, not the kept list's length (the distributor keeps only the last ones)
+        for name, value, text in (("treedist_schema_conflicts", len(schemas["conflicts"]),
+                                   "Schema IDs used on a target for another schema (never overwritten)."),
+                                  ("treedist_schema_records_malformed", schemas.get("malformed_total", len(schemas["malformed"])),
+                                   "Records of _schemas not in Confluent's format (not copied).")):
             family = GaugeMetricFamily(name, text, labels=["distributor"])
-            family.add_metric(labels, len(schemas[key]))
+            family.add_metric(labels, value)
             yield family
         restarts = CounterMetricFamily("treedist_schema_query_restarts", "Restarts of the schema distributor's query.",
                                        labels=["distributor"])
