@@ -418,6 +418,15 @@ class DistributorConfig(Frozen):
                     "at least one task thread per cluster query. Ends early when the link stops or its targets "
                     "switch (local executors); not in `delivery: exactly_once` (no copying ahead there).",
     )
+    copy_ahead: StrictBool = Field(
+        default=True,
+        description="Whether a task also copies the records its fetches brought past its windows' ends, and "
+                    "what keeps arriving while a backlog lasts, instead of leaving them to the next "
+                    "micro-batch, which would fetch them again (`treedist.records.ahead`). false: every record "
+                    "is copied by the batch whose window holds it (what a previous run copied ahead is still "
+                    "honoured). Needed by `task_linger` (lingering copies ahead); never used in "
+                    "`delivery: exactly_once`.",
+    )
     malformed_flags: MalformedFlagsPolicy = Field(
         default=MalformedFlagsPolicy.COPY,
         description="A copy-flag header that does not parse: `copy` treats it as 0, so the record goes to "
@@ -492,6 +501,15 @@ class DistributorConfig(Frozen):
                 "produce their copies in one pass ('fused', the default; see docs/architecture.md)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _linger_copies_ahead(self) -> "DistributorConfig":
+        # A lingering task is one that goes on copying ahead: without copying ahead the
+        # linger would hold a task slot and copy nothing.
+        if self.task_linger > 0 and not self.copy_ahead:
+            raise ValueError("task_linger needs copy_ahead: true (a lingering task copies ahead); "
+                             "set task_linger: 0 or copy_ahead: true")
+        return self
 
 
 class SchemasConfig(Frozen):

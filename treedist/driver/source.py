@@ -109,6 +109,15 @@ def summary_batch(records_in: int, copied: int, nbytes: int) -> "pa.RecordBatch"
 RECORD_AHEAD_AFTER_S = 1.0
 
 
+def task_ahead_limit(plan: ClusterPlan, read: int, tasks: int) -> int | None:
+    """Driver, pure: the most records each of a batch's `tasks` tasks may copy ahead
+    (`ReadTask.ahead_limit`): 0 (none) with `distributor.copy_ahead` off, else the task's
+    share of what `max_records_per_trigger` leaves after the batch's `read` records."""
+    if not plan.copy_ahead:
+        return 0
+    return ahead_share(read, plan.max_records_per_trigger or None, tasks)
+
+
 class DistributorReader(DataSourceStreamReader):
     """Planning methods run in the query's long-lived driver-side Python process (state
     survives between calls); `read` runs in executors."""
@@ -295,17 +304,17 @@ class DistributorReader(DataSourceStreamReader):
             groups[0] = sorted(groups[0] + idle_windows(begin, until, windows), key=lambda w: (w.topic, w.partition))
         # Executors copy ahead only where they see this directory; it lives in the query's
         # checkpoint, which Spark created before the batch was planned.
-        if groups:
+        if groups and self.plan.copy_ahead:
             self._make_ahead_dir()
         token = batch_token(end)
-        share = ahead_share(sum(w.count for w in windows), self.plan.max_records_per_trigger or None, len(groups))
+        share = task_ahead_limit(self.plan, sum(w.count for w in windows), len(groups))
         return [ReadTask(tuple(group), targets, token, share, linger) for group in groups]
 
     def _linger_s(self) -> float:
         """Driver: how long this batch's tasks linger (`treedist.records.ahead`, "Lingering"):
         the plan's `task_linger_s`, none in exactly_once (no copying ahead there) nor once the
         query was marked stopping (its batch in flight then ends soon)."""
-        if self.plan.task_linger_s <= 0 or self.plan.delivery == "exactly_once":
+        if self.plan.task_linger_s <= 0 or self.plan.delivery == "exactly_once" or not self.plan.copy_ahead:
             return 0.0
         return 0.0 if ahead.is_stopping(self.plan.live_targets) else self.plan.task_linger_s
 

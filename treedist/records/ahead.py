@@ -6,7 +6,10 @@ everything it holds from there (noida-db ignores fetch size limits; Kafka return
 one while the batch waited for a core or ran arrives in the same fetches: read, parsed and
 dropped at the window's end, then fetched again by the next batch (56 % more records fetched
 than the windows held, on the 4-cluster whole tree). Copying them in the same task instead
-reads each record once.
+reads each record once. `distributor.copy_ahead: false` turns it off (the planner gives
+every task an ahead limit of 0 and makes no intents directory; intents an earlier run wrote
+are still honoured); which engine it serves: docs/performance.md, "Copying ahead on Apache
+Kafka".
 
 The protocol (the batch stays deterministic: its offset log entry says what it reads):
 

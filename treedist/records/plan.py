@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from treedist.records.transactions import deployment_key
 from treedist.spark import checkpoint_fs, options
 from treedist.topology.flags import MalformedFlagsPolicy
 from treedist.topology.naming import Naming
@@ -61,6 +62,9 @@ class ClusterPlan:
     topic_refresh_seconds: float
     checkpoint: str  # this query's checkpoint directory
     legacy_checkpoints: Mapping[int, str]  # level -> the per-(cluster, level) checkpoint of old
+    # The deployment's part of exactly_once's transactional.ids (`transactions.deployment_key`
+    # of the checkpoint root): two deployments between the same clusters never fence each other.
+    deployment_key: str
     max_tasks: int = 2
     # Every task slot of the application (0: max_tasks). A batch that is a backlog may use
     # them all (`positions.task_limit`): a lone query draining a backlog is not held to its
@@ -93,6 +97,9 @@ class ClusterPlan:
     # `distributor.task_linger` in seconds: how long a task keeps copying ahead without a
     # backlog (treedist.records.ahead, "Lingering"); 0: only while a backlog keeps arriving.
     task_linger_s: float = 0.0
+    # `distributor.copy_ahead`: whether this query's tasks copy ahead (treedist.records.ahead);
+    # False: the planner gives every task an ahead limit of 0 and makes no intents directory.
+    copy_ahead: bool = True
 
     @property
     def store(self) -> checkpoint_fs.Store:
@@ -172,6 +179,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         checkpoint=checkpoint_fs.join(checkpoint_root(deployment), "messages", cluster),
         checkpoint_options=checkpoint_fs.s3a_options(deployment.spark.conf),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
+        deployment_key=deployment_key(checkpoint_root(deployment)),
         max_tasks=max_tasks,
         slots=slots,
         live_targets=live_targets,
@@ -179,6 +187,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         on_uncopyable=settings.on_uncopyable,
         dead_letter_topic=settings.dead_letter_topic,
         task_linger_s=settings.task_linger,
+        copy_ahead=settings.copy_ahead,
     )
 
 

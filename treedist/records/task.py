@@ -18,7 +18,7 @@ Runs in an executor (a Python worker), inside the source's `read()`. Steps:
    of a window that every level copies whole are copied too, and then, while a backlog keeps
    arriving, what the consumer fetches next (about a second at most; with
    `distributor.task_linger`, also without a backlog for that long), each partition's
-   intent file written before its records are copied;
+   intent file written before its records are copied (not with `distributor.copy_ahead` off);
 4. unassign the consumer, then `finish()` every producer: flush and check every delivery;
    any failed or undelivered record raises, so the task fails and Spark retries it. Why
    unassign first: a consumer left assigned keeps fetching while the producers flush
@@ -128,7 +128,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             if target not in producers:
                 if exactly:  # a new transactional producer per task and target (transactions docstring)
                     producers[target] = DeliveryProducer(transactional_settings(
-                        plan.producers[target], plan.cluster, target, _task_index()))
+                        plan.producers[target], plan.deployment_key, plan.cluster, target, _task_index()))
                 else:
                     producers[target] = clients.take_producer(plan.producers[target])
                 _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()}
@@ -152,11 +152,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             plan.on_uncopyable, plan.dead_letter_topic, explicit_limit=plan.max_record_bytes is not None,
         )
         intents = ahead.Intents.of(plan.checkpoint, plan.store)
-        # No copying ahead in exactly_once: the positions a transaction records end at the
-        # windows' ends, and records copied past them would be copied again by the next batch.
-        beyond: dict | None = (
-            {} if task.batch and task.ahead_limit != 0 and not exactly and intents.visible() else None
-        )
+        beyond: dict | None = {} if copies_ahead(plan, task) and intents.visible() else None
         read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
             copy_ahead(consumer, task, beyond, copier.copy, intents, plan.live_targets)
@@ -260,6 +256,17 @@ def _check_target(producer: DeliveryProducer, target: str, wanted: dict[str, int
         producer.check_targets(wanted)
     except DeliveryFailed as err:  # add the target's name
         raise PipelineError(f"target cluster {target!r}: {err}") from err
+
+
+def copies_ahead(plan: ClusterPlan, task: ReadTask) -> bool:
+    """Executor, pure: whether this task copies ahead (step 3b), where it sees the query's
+    intents directory: a task of a planned batch, with an ahead limit other than 0 (the
+    planner's 0: `distributor.copy_ahead` off, or nothing left of `max_records_per_trigger`),
+    with `copy_ahead` on in its plan. Never in exactly_once: the positions a transaction
+    records end at the windows' ends, and records copied past them would be copied again by
+    the next batch."""
+    return (bool(task.batch) and task.ahead_limit != 0 and plan.copy_ahead
+            and plan.delivery != transactions.EXACTLY_ONCE)
 
 
 def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_records, poll_timeout_s: float,
