@@ -34,6 +34,9 @@ FLAGS, ORIGIN = "treedist-copy-flags", "treedist-origin"  # treedist's default h
 CONTENDERS = ("mm2", "treedist", "loop")
 # treedist in at_least_once whatever `--delivery` says: the paired baseline of an exactly_once run.
 TREEDIST_ALO = "treedist_alo"
+# treedist with `distributor.copy_ahead: false`: the paired baseline of copying ahead (issue 30
+# point 7: does what was built for noida-db earn its place on Kafka?).
+TREEDIST_NOAHEAD = "treedist_noahead"
 
 
 @dataclass(frozen=True)
@@ -139,10 +142,11 @@ def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, 
                                exactly_once=delivery == "exactly_once")
         proc = mm2.start(props, workdir, run_id)
         return Handle(run_id, [proc], [workdir / f"{run_id}.log"], lambda: stop_pid(proc.pid, grace=30)), props
-    if contender in ("treedist", TREEDIST_ALO):
+    if contender in ("treedist", TREEDIST_ALO, TREEDIST_NOAHEAD):
         mode = "at_least_once" if contender == TREEDIST_ALO else delivery
         config = write_deployment(workdir / f"{run_id}.yaml", boot, scenario.tree, [topic], workdir / f"ck-{run_id}", master,
-                                  distributor={**(distributor or {}), **({"delivery": mode} if mode != "at_least_once" else {})}
+                                  distributor={**(distributor or {}), **({"delivery": mode} if mode != "at_least_once" else {}),
+                                               **({"copy_ahead": False} if contender == TREEDIST_NOAHEAD else {})}
                                   or None)
         run = TreedistRun(config, workdir / f"{run_id}.log")
         return Handle(run_id, [run.proc], [run.log_file], lambda: run.stop()), {"deployment": config.read_text()}
