@@ -24,6 +24,7 @@ from treedist.acls.admin import AclAdmin
 from treedist.acls.errors import AclSyncError
 from treedist.acls.plan import Acl, AclPlan, AclRules, plan_acls
 from treedist.config import Deployment
+from treedist.kafka.every_cluster import EveryCluster
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,9 @@ class AclSync:
         self.counters: Counter = Counter()
         self._attempts, self._timeout_s = attempts, timeout_s
         self._admins: dict[str, AclAdmin] = {}  # made on first use: building a job connects nowhere
-        self._skipped: set[str] = set()
+        # Clusters are read in parallel; one that does not answer (or has no authorizer:
+        # AclsUnreadable, AuthorizerMissing) is skipped for the pass.
+        self._every = EveryCluster("acl sync", AclSyncError, self.counters, log)
 
     def run_once(self, dry_run: bool = False, raise_errors: bool = True) -> AclPassResult:
         """Steps 1-4 of the module docstring; `dry_run` stops after step 2. With
@@ -90,24 +93,7 @@ class AclSync:
 
     def observe(self) -> tuple[dict[str, list[Acl]], dict[str, str]]:
         """Every cluster's topic ACLs; clusters that did not answer (or have no authorizer) apart."""
-        names = list(self.deployment.clusters)
-        with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="treedist-acl-sync") as pool:
-            futures = {name: pool.submit(lambda n: self._admin(n).describe(), name) for name in names}
-        observed: dict[str, list[Acl]] = {}
-        unreachable: dict[str, str] = {}
-        for name, future in futures.items():
-            try:
-                observed[name] = future.result()
-            except AclSyncError as err:  # AclsUnreadable or AuthorizerMissing
-                unreachable[name] = str(err)
-        for name, why in unreachable.items():
-            self.counters["clusters_skipped"] += 1
-            if name not in self._skipped:
-                log.warning("acl sync: cluster %r skipped until it answers again: %s", name, why)
-        for name in self._skipped - set(unreachable):
-            log.info("acl sync: cluster %r answers again", name)
-        self._skipped = set(unreachable)
-        return observed, unreachable
+        return self._every.ask(self.deployment.clusters, lambda name: self._admin(name).describe())
 
     def _admin(self, cluster: str) -> AclAdmin:
         if cluster not in self._admins:  # dict assignment is atomic; at worst two threads build one each

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from treedist.config import Deployment
 from treedist.kafka.errors import KafkaLayerError
+from treedist.kafka.every_cluster import EveryCluster
 from treedist.kafka.topic_admin import AdminCalls, TopicAdmin
 from treedist.topics.errors import TopicSyncError
 from treedist.topics.reconcile import (
@@ -75,7 +76,9 @@ class TopicSync:
         self.baseline: dict = {}
         self._attempts, self._timeout_s = attempts, timeout_s
         self._admins: dict[str, TopicAdmin] = {}  # made on first use: building a job connects nowhere
-        self._skipped: set[str] = set()
+        # Clusters are read in parallel; one that does not answer (ClusterUnreachable, or
+        # configs it could not describe) is skipped for the pass.
+        self._every = EveryCluster("topic sync", KafkaLayerError, self.counters, log)
 
     def run_once(self, dry_run: bool = False, raise_errors: bool = True) -> PassResult:
         """Steps 1-5 of the module docstring; `dry_run` stops after step 2. With
@@ -104,24 +107,7 @@ class TopicSync:
 
     def observe(self) -> tuple[dict[str, dict[str, TopicState]], dict[str, str]]:
         """Every cluster's selected topics by logical name; unreachable clusters apart."""
-        names = list(self.deployment.clusters)
-        with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="treedist-topic-sync") as pool:
-            futures = {name: pool.submit(self._observe_one, name) for name in names}
-        observed: dict[str, dict[str, TopicState]] = {}
-        unreachable: dict[str, str] = {}
-        for name, future in futures.items():
-            try:
-                observed[name] = future.result()
-            except KafkaLayerError as err:  # ClusterUnreachable, or configs it could not describe
-                unreachable[name] = str(err)
-        for name, why in unreachable.items():
-            self.counters["clusters_skipped"] += 1
-            if name not in self._skipped:
-                log.warning("topic sync: cluster %r skipped until it answers again: %s", name, why)
-        for name in self._skipped - set(unreachable):
-            log.info("topic sync: cluster %r answers again", name)
-        self._skipped = set(unreachable)
-        return observed, unreachable
+        return self._every.ask(self.deployment.clusters, self._observe_one)
 
     def _observe_one(self, cluster: str) -> dict[str, TopicState]:
         topics = self._admin(cluster).describe(lambda physical: self.deployment.selects(cluster, physical) is not None)
