@@ -27,19 +27,27 @@ from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce
 pytestmark = pytest.mark.e2e
 CLUSTERS = ["c1", "c2", "c3", "c4"]
 TREEDIST = str(Path(sys.executable).parent / "treedist")
+# The broker-SIGKILL and Python-worker cases also run in at_least_once, for docs/faults.md's
+# other column (issue 35: "each fault and its result in both modes"). Not in the default run:
+# those are measurements, not a contract (duplicates are allowed there), and they would add
+# minutes to the suite. TREEDIST_FAULTS_BOTH_MODES=1 runs them.
+BOTH_MODES = pytest.mark.skipif(os.environ.get("TREEDIST_FAULTS_BOTH_MODES") != "1",
+                                reason="at_least_once measurement for docs/faults.md: TREEDIST_FAULTS_BOTH_MODES=1")
+DELIVERY = pytest.mark.parametrize("delivery", ["exactly_once", pytest.param("at_least_once", marks=BOTH_MODES)])
 
 
-def verify_strict(config: Path, topic: str) -> subprocess.CompletedProcess:
-    return subprocess.run([TREEDIST, "verify", "-c", str(config), "--topic", topic, "--strict", "--timeout", "30"],
-                          capture_output=True, text=True, timeout=600)
+def verify_strict(config: Path, topic: str, strict: bool = True) -> subprocess.CompletedProcess:
+    """`treedist verify --strict` (without --strict in at_least_once, where duplicates pass)."""
+    return subprocess.run([TREEDIST, "verify", "-c", str(config), "--topic", topic, "--timeout", "30"]
+                          + (["--strict"] if strict else []), capture_output=True, text=True, timeout=600)
 
 
-def _exactly_once_deployment(bootstrap: dict[str, str], topic: str, tmp_path: Path):
+def _exactly_once_deployment(bootstrap: dict[str, str], topic: str, tmp_path: Path, delivery: str = "exactly_once"):
     """The deployment file and the parsed deployment of the broker and outage cases: every
-    cluster, exactly_once, an unreachable cluster noticed after 4 s."""
+    cluster, exactly_once (or `delivery`), an unreachable cluster noticed after 4 s."""
     spec = local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "cp"),
                             distributor={"trigger_interval": "200 milliseconds", "unreachable_after": "4s",
-                                         "delivery_timeout_ms": 30000, "delivery": "exactly_once"})
+                                         "delivery_timeout_ms": 30000, "delivery": delivery})
     config = tmp_path / "deployment.yaml"
     config.write_text(yaml.safe_dump(spec))
     return config, parse_deployment(spec)
@@ -70,12 +78,13 @@ def test_kill_9_of_treedist_mid_stream_then_restart_no_loss_no_duplicates(local_
     assert result.returncode == 0, result.stdout + result.stderr + log.read_text()[-3000:]
 
 
-def test_a_target_broker_sigkilled_and_restarted_no_loss_no_duplicates(spark, unique_topic, tmp_path):
+@DELIVERY
+def test_a_target_broker_sigkilled_and_restarted_no_loss_no_duplicates(spark, unique_topic, tmp_path, delivery):
     clusters = LocalClusters.start(CLUSTERS, tmp_path / "brokers")
     try:
         bootstrap = clusters.bootstrap
         create_topic_everywhere(bootstrap, unique_topic, 3)
-        config, deployment = _exactly_once_deployment(bootstrap, unique_topic, tmp_path)
+        config, deployment = _exactly_once_deployment(bootstrap, unique_topic, tmp_path, delivery)
         app = DistributionApp(deployment, spark)
         app.start()
         try:
@@ -98,11 +107,11 @@ def test_a_target_broker_sigkilled_and_restarted_no_loss_no_duplicates(spark, un
             time.sleep(5)
             total += writes.stop()
             report = wait_until_complete(deployment, unique_topic, timeout=420, check=app.check)
-            print(f"target SIGKILL, exactly_once: every record everywhere {time.monotonic() - back_at:.1f} s after "
-                  f"the restart; duplicates { {c.cluster: c.duplicated for c in report.clusters} }")
+            print(f"target SIGKILL, {delivery}: every record everywhere {time.monotonic() - back_at:.1f} s after "
+                  f"the restart; {total} records; duplicates { {c.cluster: c.duplicated for c in report.clusters} }")
             assert report.expected == total
             assert [c.missing for c in report.clusters] == [0] * len(CLUSTERS), report
-            result = verify_strict(config, unique_topic)
+            result = verify_strict(config, unique_topic, strict=delivery == "exactly_once")
             assert result.returncode == 0, result.stdout + result.stderr
             assert not app.failed()
         finally:
@@ -238,7 +247,8 @@ def _descendants(pid: int) -> list[tuple[int, int, str]]:
     return out
 
 
-def test_spark_python_workers_killed_mid_stream_no_loss_no_duplicates(spark, unique_topic, tmp_path):
+@DELIVERY
+def test_spark_python_workers_killed_mid_stream_no_loss_no_duplicates(spark, unique_topic, tmp_path, delivery):
     """The executors' Python workers (forked by treedist.spark.daemon) SIGKILLed five times
     while the queries copy a backlog and new writes: their tasks fail and Spark retries them
     (same task index, so the retry fences the killed one's transactional.id and aborts its
@@ -249,7 +259,7 @@ def test_spark_python_workers_killed_mid_stream_no_loss_no_duplicates(spark, uni
         create_topic_everywhere(bootstrap, unique_topic, 3)
         spec = local_deployment(bootstrap, topics=[unique_topic], checkpoint_location=str(tmp_path / "cp"),
                                 distributor={"trigger_interval": "200 milliseconds", "max_records_per_trigger": 2000,
-                                             "delivery": "exactly_once"})
+                                             "delivery": delivery})
         config = tmp_path / "deployment.yaml"
         config.write_text(yaml.safe_dump(spec))
         deployment = parse_deployment(spec)
@@ -275,11 +285,11 @@ def test_spark_python_workers_killed_mid_stream_no_loss_no_duplicates(spark, uni
             assert killed > 0, "no Python worker found to kill"
             total += writes.stop()
             report = wait_until_complete(deployment, unique_topic, timeout=420, check=app.check)
-            print(f"{killed} Python workers killed, exactly_once: duplicates "
+            print(f"{killed} Python workers killed, {delivery}: {total} records; duplicates "
                   f"{ {c.cluster: c.duplicated for c in report.clusters} }")
             assert report.expected == total
             assert [c.missing for c in report.clusters] == [0] * len(CLUSTERS), report
-            result = verify_strict(config, unique_topic)
+            result = verify_strict(config, unique_topic, strict=delivery == "exactly_once")
             assert result.returncode == 0, result.stdout + result.stderr
         finally:
             app.stop()
