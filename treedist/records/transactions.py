@@ -14,9 +14,10 @@ with `send_offsets_to_transaction`, so they become visible exactly when the copi
 
 Steps of one task, per target (`TargetTransaction`):
 
-1. a new transactional producer, `transactional.id` = `treedist.<source>.<target>.t<index>`
-   (index: the task's place in its batch); `init_transactions` fences any earlier producer
-   with that id and aborts its open transaction (a killed treedist's, or a lost task's);
+1. a new transactional producer, `transactional.id` =
+   `treedist.<deployment>.<source>.<target>.t<index>` (`transactional_id`; index: the task's
+   place in its batch); `init_transactions` fences any earlier producer with that id and
+   aborts its open transaction (a killed treedist's, or a lost task's);
 2. read the link's positions on the target (`committed()` of a consumer that has the
    link's group.id and read_committed, so Kafka answers with stable offsets only: never
    those of a transaction still open). A position carrying THIS batch's token lies inside the
@@ -37,6 +38,26 @@ Why the id does not contain a digest of the task's partitions: the index is as s
 replayed batch (the same windows are packed the same way), and a replay under a partition
 set that changed (a partition added in between) still fences the previous attempt.
 
+Why `<deployment>` (`deployment_key`: 12 hex digits of the SHA-256 of the checkpoint root,
+`ClusterPlan.deployment_key`): Kafka fences by `transactional.id` alone, on the whole target
+cluster. Two deployments copying between the same clusters (two checkpoint locations, or two
+etcd prefixes each with its own) would otherwise share `treedist.c1.c2.t0` and fence each
+other's tasks at every batch: each failed, was retried, fenced the other, for ever. The
+checkpoint root is what decides a deployment's batches: the same for every driver and worker of
+one deployment (workers must share it, docs/control-plane.md) and after a restart, and two
+deployments cannot share one. Not the etcd deployment id: `treedist run` has no etcd, and the
+same hash serves both. The positions group keeps its name (its keys are the target's topic
+names: two deployments copying into different topics do not meet there; two copying into the
+same topic would duplicate every record anyway).
+
+Upgrading from the ids without `<deployment>`: a transaction that a stopped (or killed)
+treedist left open under an old id is not fenced by the new ids. The broker aborts it when its
+`transaction.timeout.ms` runs out (delivery timeout + TRANSACTION_MARGIN_MS, 130 s by default);
+until then read_committed readers of its partitions (verify, the next hop, users' consumers)
+stop at its first record (the last stable offset) and wait. Nothing is lost or duplicated: the
+batch's replay finds the positions committed under the same group name and copies the rest.
+A clean stop leaves no transaction open.
+
 Zombies: a task whose executor Spark lost while its process goes on (a network partition; in
 local mode an executor is lost only with its process) is retried under the same index, so the
 retry's `init_transactions` fences it: its commit fails, whatever it produced is aborted.
@@ -48,6 +69,7 @@ batch, and the target that committed skips it (step 2).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from dataclasses import replace
@@ -91,15 +113,24 @@ def positions_group(source: str, level: int) -> str:
     return f"treedist-link.{source}.L{level}"
 
 
-def transactional_id(source: str, target: str, index: int) -> str:
-    return f"treedist.{source}.{target}.t{index}"
+def deployment_key(checkpoint_root: str) -> str:
+    """The deployment's part of its transactional.ids: 12 hex digits of the SHA-256 of its
+    checkpoint root (`plan.checkpoint_root`: an absolute path, or a URI); why, in the module
+    docstring."""
+    return hashlib.sha256(checkpoint_root.encode()).hexdigest()[:12]
 
 
-def transactional_settings(settings: Mapping[str, str], source: str, target: str, index: int) -> dict[str, str]:
+def transactional_id(deployment: str, source: str, target: str, index: int) -> str:
+    """`deployment`: `deployment_key`; `index`: the task's place in its batch."""
+    return f"treedist.{deployment}.{source}.{target}.t{index}"
+
+
+def transactional_settings(settings: Mapping[str, str], deployment: str, source: str, target: str,
+                           index: int) -> dict[str, str]:
     """Producer settings of one task's transaction to `target`."""
     delivery = int(settings.get("delivery.timeout.ms", settings.get("message.timeout.ms", "120000")))
     out = dict(settings)
-    out["transactional.id"] = transactional_id(source, target, index)
+    out["transactional.id"] = transactional_id(deployment, source, target, index)
     out.setdefault("transaction.timeout.ms", str(delivery + TRANSACTION_MARGIN_MS))
     return out
 

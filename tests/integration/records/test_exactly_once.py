@@ -124,7 +124,7 @@ def test_an_aborted_transaction_is_not_read_and_its_replay_copies_once(local_kaf
     start = reader.initialOffset()
     [task] = reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))
 
-    settings = transactions.transactional_settings(plan.producers["c2"], "c1", "c2", 0)
+    settings = transactions.transactional_settings(plan.producers["c2"], plan.deployment_key, "c1", "c2", 0)
     settings.pop("delivery.report.only.error")  # confluent-kafka's own setting, a bool there
     zombie = Producer(settings)
     zombie.init_transactions(30)
@@ -166,6 +166,52 @@ def test_an_aborted_transaction_on_a_cluster_never_travels_its_next_hop(local_ka
     assert sorted(_read_uncommitted(bootstrap["c1"], unique_topic, 2)) == [b"committed"] * 30
     result = _verify_strict(config, unique_topic)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_two_deployments_between_the_same_clusters_never_fence_each_other(local_kafka, unique_topic, tmp_path):
+    """Deployments a and b (two checkpoint locations) copy c1's topic to c2 at the same time,
+    each into its own topic there (topic_format `a-{topic}`, `b-{topic}`). a's transaction is
+    held open on c2 while b's whole task runs (b's init_transactions, under the same task index);
+    then a commits it and a's task runs. With one transactional.id for both (before
+    `deployment_key`), b's init fenced a: a's commit failed (PRODUCER_FENCED). Both verify
+    --strict."""
+    c1, c2 = local_kafka.bootstrap["c1"], local_kafka.bootstrap["c2"]
+    create_topic_everywhere({"c1": c1}, unique_topic, 2)
+    create_topic_everywhere({"c2": c2}, f"a-{unique_topic}", 2)
+    create_topic_everywhere({"c2": c2}, f"b-{unique_topic}", 2)
+    create_topic_everywhere({"c2": c2}, f"held-{unique_topic}", 1)
+    _produce(c1, unique_topic, 300, 2)
+    configs, plans, tasks = {}, {}, {}
+    for name in ("a", "b"):
+        spec = local_deployment({"c1": c1, "c2": c2}, topics=[unique_topic],
+                                checkpoint_location=str(tmp_path / name / "ck"), distributor={"delivery": "exactly_once"})
+        spec["clusters"]["c2"]["topic_format"] = f"{name}-{{topic}}"
+        configs[name] = tmp_path / name / "deployment.yaml"
+        configs[name].parent.mkdir()
+        configs[name].write_text(yaml.safe_dump(spec))
+        plans[name] = plan_cluster(parse_deployment(spec, "<test>"), "c1")
+        Path(plans[name].checkpoint).mkdir(parents=True)
+        reader = DistributorReader(plans[name], counters=None)
+        start = reader.initialOffset()
+        [tasks[name]] = reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))
+    assert plans["a"].deployment_key != plans["b"].deployment_key
+
+    settings = transactions.transactional_settings(plans["a"].producers["c2"], plans["a"].deployment_key, "c1", "c2",
+                                                   0)  # a's task 0, as run_task builds it
+    settings.pop("delivery.report.only.error")  # confluent-kafka's own setting, a bool there
+    held = Producer(settings)
+    held.init_transactions(30)
+    held.begin_transaction()
+    held.produce(f"held-{unique_topic}", value=b"a's transaction, open while b runs")
+    assert held.flush(30) == 0
+
+    assert run_task(plans["b"], tasks["b"]).copied == 300
+    held.commit_transaction(30)  # not fenced by b
+    assert run_task(plans["a"], tasks["a"]).copied == 300
+
+    for name in ("a", "b"):
+        result = _verify_strict(configs[name], unique_topic)
+        assert result.returncode == 0, f"deployment {name}: {result.stdout}{result.stderr}"
 
 
 @pytest.fixture(scope="module")

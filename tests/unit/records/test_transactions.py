@@ -14,6 +14,7 @@ from treedist.records.transactions import (
     REFUSALS,
     SETTLING,
     clusters_to_probe,
+    deployment_key,
     group_settings,
     positions_group,
     skip_committed,
@@ -31,12 +32,45 @@ def _window(topic: str, partition: int, *ranges: tuple[int, int, int]) -> Partit
 
 def test_names_are_per_link_and_per_task():
     assert positions_group("c1", 2) == "treedist-link.c1.L2"
-    assert transactional_id("c1", "c3", 1) == "treedist.c1.c3.t1"
+    assert transactional_id("0123456789ab", "c1", "c3", 1) == "treedist.0123456789ab.c1.c3.t1"
+
+
+def test_the_deployment_key_is_the_same_for_one_checkpoint_root_and_differs_between_two():
+    """Two deployments between the same clusters (two checkpoint locations) never share a
+    transactional.id, so they never fence each other; one deployment's key survives a
+    restart (it is a function of its checkpoint root only)."""
+    one = deployment_key("/var/lib/treedist/checkpoints")
+    assert one == deployment_key("/var/lib/treedist/checkpoints") and len(one) == 12 and int(one, 16) >= 0
+    assert one != deployment_key("/var/lib/treedist-b/checkpoints")
+    assert deployment_key("s3a://bucket/a") != deployment_key("s3a://bucket/b")
+    assert transactional_id(one, "c1", "c2", 0) != transactional_id(deployment_key("/other"), "c1", "c2", 0)
+
+
+@given(st.text(min_size=1), st.text(min_size=1))
+def test_deployment_keys_are_pure_and_tell_roots_apart(a, b):
+    assert deployment_key(a) == deployment_key(a)
+    if a != b:
+        assert deployment_key(a) != deployment_key(b)  # 48 bits: a collision here is not expected
+
+
+def test_a_plan_carries_the_key_of_its_deployments_checkpoint_root(tmp_path):
+    from treedist.config import parse_deployment
+    from treedist.local.deployment import local_deployment
+    from treedist.records.plan import plan_cluster
+
+    def plan(location):
+        spec = local_deployment({"c1": "127.0.0.1:1", "c2": "127.0.0.1:2"}, checkpoint_location=str(location))
+        return plan_cluster(parse_deployment(spec, "<test>"), "c1")
+
+    a, again, b = plan(tmp_path / "a"), plan(tmp_path / "a"), plan(tmp_path / "b")
+    assert a.deployment_key == again.deployment_key == deployment_key(str((tmp_path / "a").resolve()))
+    assert a.deployment_key != b.deployment_key
 
 
 def test_transactional_settings_outlast_the_delivery_timeout():
-    out = transactional_settings({"bootstrap.servers": "b", "delivery.timeout.ms": "30000"}, "c1", "c2", 0)
-    assert out["transactional.id"] == "treedist.c1.c2.t0"
+    out = transactional_settings({"bootstrap.servers": "b", "delivery.timeout.ms": "30000"}, "0123456789ab", "c1",
+                                 "c2", 0)
+    assert out["transactional.id"] == "treedist.0123456789ab.c1.c2.t0"
     assert int(out["transaction.timeout.ms"]) > 30000  # librdkafka requires message.timeout.ms <= it
 
 
