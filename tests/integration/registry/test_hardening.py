@@ -145,3 +145,23 @@ def test_a_schema_past_the_limit_written_to_the_topic_is_skipped_and_its_subject
     assert httpx.get(f"{registry.url}/schemas/ids/7").status_code == 404
     [malformed] = httpx.get(f"{registry.url}/health").json()["malformed_records"]
     assert malformed.endswith(f"schema nests deeper than {MAX_DEPTH} levels (the registry's limit)")
+
+
+def test_a_flood_of_malformed_records_is_counted_and_keeps_a_bounded_list(registry, local_kafka, schemas_topic):
+    """1,000 records no registry can apply, written to the real topic by another producer:
+    /health counts all of them and lists the last 10; the process keeps the last 100 only
+    (before, every one stayed in memory for the life of the process)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": local_kafka.bootstrap["c1"], "linger.ms": 20})
+    for i in range(1_000):
+        producer.produce(schemas_topic, partition=0, key=b'{"keytype":"SCHEMA","subject":', value=f"{i}".encode())
+    assert producer.flush(60) == 0
+
+    answer = _register(registry.url, json.dumps({"schema": V1}))  # read back after the 1,000 above
+    assert answer.status_code == 200, answer.text
+    health = httpx.get(f"{registry.url}/health", timeout=30).json()
+    assert health["malformed_total"] == 1_000
+    # the last 10 (offset 0 is the store's own NOOP record)
+    assert [m.split(":")[0] for m in health["malformed_records"]] == [f"offset {o}" for o in range(991, 1_001)]
+    assert httpx.get(f"{registry.url}/subjects", timeout=30).json() == ["orders-value"]  # the reader went on
