@@ -1,4 +1,5 @@
-"""The clusters whose transactions a worker could not check (`distributor.delivery:
+"""`ConfigCheck`: the transactions check of a live config (`distributor.delivery:
+exactly_once`), run off the worker loop; `LaterTransactions`: the clusters whose transactions a worker could not check (`distributor.delivery:
 exactly_once`) at its start or at a live config, because they did not answer or their
 transaction coordinator was not ready: checked again until that is settled (worker process:
 one thread at a time, at most every `every_s`).
@@ -7,6 +8,13 @@ A cluster that answers again and runs transactions leaves the list with a logged
 that answers without them is logged as an error, once, naming it; the worker goes on (its
 other links copy; the copies to that cluster fail in their tasks, "init_transactions
 failed", until it runs them or the delivery is at_least_once): exit 2 is for a start.
+
+Why a thread for a live config's check (`ConfigCheck`): probing a cluster that answers without
+a transaction coordinator takes the probe's whole timeout (15 s), and one that goes down
+between the steps of `check_answering_transactions` up to three timeouts (45 s, seen); the
+loop (reconciling units, load reports, the application's supervision) must not wait for it.
+The worker keeps its current config until the check ends; a refused config is checked again
+every `every_s` while it is the stored one, and applied once its clusters run transactions.
 """
 
 from __future__ import annotations
@@ -22,6 +30,35 @@ from treedist.kafka.reach import REACH_TIMEOUT_S
 from treedist.records.transactions import EXACTLY_ONCE, TransactionsUnsupported
 
 log = logging.getLogger(__name__)
+
+
+class ConfigCheck:
+    """The transactions check (`check_answering_transactions` of `names`) of live config
+    `revision`, on its own thread (worker process). When `done()`: `unchecked` (cluster -> why
+    it was not checked, for LaterTransactions) or `error` (TransactionsUnsupported naming the
+    clusters that refuse, or whatever else the check raised); `ended`: when (monotonic)."""
+
+    def __init__(self, revision: int, deployment: Deployment, names: list[str], again: bool = False,
+                 timeout_s: float = REACH_TIMEOUT_S) -> None:
+        self.revision, self.deployment, self.names, self.again = revision, deployment, names, again
+        self.unchecked: dict[str, str] = {}
+        self.error: Exception | None = None
+        self.reported = again  # a refusal is logged once per revision, not at each check again
+        self.ended = 0.0
+        self._thread = threading.Thread(target=self._run, args=(timeout_s,), name="treedist-config-transactions",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, timeout_s: float) -> None:
+        try:
+            self.unchecked = check_answering_transactions(self.deployment, self.names, timeout_s)
+        except Exception as err:  # noqa: BLE001 - reported by the loop, which keeps the current config
+            self.error = err
+        finally:
+            self.ended = time.monotonic()
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
 
 
 class LaterTransactions:

@@ -18,9 +18,11 @@ starts, so that a failure half-way stops what started.
 Loop (`step`, every `tick_s` and whenever the cache changes):
 
 1. a new stored deployment is validated and applied live (`DistributionApp.apply`); an
-   invalid one (only possible when written around `treedist config`), or one that turns
-   exactly_once on (or adds or changes a cluster under it) with an answering cluster
-   without transactions, is reported and the current one kept;
+   invalid one (only possible when written around `treedist config`) is reported and the
+   current one kept. One that turns exactly_once on (or adds or changes a cluster under it)
+   has those clusters' transactions checked first, off the loop (`_apply_config`); with an
+   answering cluster without them it is reported, the current one kept, and it is checked
+   again (applied once they run transactions, while it is still the stored one);
 2. no leader key: campaign; leading: one round of the load manager (at most every
    `manage_every_s`);
 3. the unit runner reconciles this worker's units with its assignments (claims, starts,
@@ -78,6 +80,9 @@ class WorkerOptions:
     connect_timeout_s: float | None = None  # None: retry until stopped
     tick_s: float = 0.5
     manage_every_s: float = 1.0
+    # how often clusters whose transactions could not be checked (or refused a live config) are
+    # checked again (treedist.control.later_checks)
+    transactions_recheck_s: float = 30.0
 
 
 class Worker:
@@ -114,6 +119,8 @@ class Worker:
         self._etcd_down_since: float | None = None
         self._rates: dict[str, tuple[float, int]] = {}
         self.later = None  # LaterTransactions, from start (it imports the Kafka clients)
+        self._config_check = None  # later_checks.ConfigCheck of a live config not applied yet
+        self._config_refused: dict[str, str] = {}  # cluster -> why it refused the stored live config
         self.started_at = time.time()
 
     # -- start ------------------------------------------------------------------------------
@@ -153,7 +160,7 @@ class Worker:
         from treedist.driver.preflight import check_answering_transactions, check_clients
 
         check_clients(self.deployment)  # step 4
-        self.later = LaterTransactions()
+        self.later = LaterTransactions(every_s=self.options.transactions_recheck_s)
         self._check_later(check_answering_transactions(self.deployment))
         self.spark = process.session(self._session_deployment(), stack=application_parts)
         self.app = process.application(self.deployment, self.spark, jobs=[], live_dir=self.options.state_dir / "live",
@@ -227,27 +234,58 @@ class Worker:
         self.later.poll(self.deployment)
 
     def _apply_config(self) -> None:
+        """Loop step 1. A config whose transactions need checking (`transactions_to_check`) is
+        checked off the loop (later_checks.ConfigCheck, why there) and applied when the check
+        ends; a refused one is kept out, and checked again every `transactions_recheck_s` while
+        it is the stored one."""
         kv = self.cache.get(self.keys.config)
         if kv is None or kv.mod_revision == self.deployment_revision:
             return
         revision = kv.mod_revision
-        from treedist.driver.preflight import check_answering_transactions, transactions_to_check
+        from treedist.control.later_checks import ConfigCheck
+        from treedist.driver.preflight import transactions_to_check
         from treedist.records.transactions import TransactionsUnsupported
 
+        check = self._config_check
+        if check is not None and check.revision == revision:
+            if not check.done():
+                return
+            if check.error is None:
+                self._config_check = None
+                if check.again:
+                    log.info("live config revision %d: %s run Kafka transactions now", revision,
+                             ", ".join(repr(c) for c in sorted(self._config_refused)) or "its clusters")
+                self._apply(check.deployment, revision, check.unchecked)
+            elif not check.reported:
+                check.reported = True
+                err = check.error
+                # a worker started with a refused exactly_once exits 2: say how out
+                hint = (" (a worker started with it exits 2: set distributor.delivery=at_least_once, or give the "
+                        "cluster transactions: it is checked again every "
+                        f"{self.options.transactions_recheck_s:g} s)" if isinstance(err, TransactionsUnsupported) else "")
+                line = f"the live config at revision {revision} is refused, keeping the current one: {err}{hint}"
+                log.error("%s", line)
+                self._config_refused = {c: line for c in getattr(err, "clusters", ())} or {"": line}
+            elif time.monotonic() - check.ended >= self.options.transactions_recheck_s:
+                self._config_check = ConfigCheck(revision, check.deployment, check.names, again=True)
+            return
         try:
             deployment = live.load(kv, self.keys, allow_unsafe_spark_conf=self.control.allow_unsafe_spark_conf,
                                    allowed=self._references)
-            # blocks this loop up to a probe's timeouts (the lease renews on its own thread)
-            unchecked = check_answering_transactions(deployment, transactions_to_check(self.deployment, deployment))
-        except (ConfigError, ControlError, TransactionsUnsupported) as err:
-            # a worker started with a refused exactly_once exits 2: say how out
-            hint = (" (a worker started with it exits 2: set distributor.delivery=at_least_once, or give the cluster "
-                    "transactions and set the config again)" if isinstance(err, TransactionsUnsupported) else "")
-            log.error("the live config at revision %d is invalid, keeping the current one: %s%s", revision, err, hint)
+        except (ConfigError, ControlError) as err:
+            log.error("the live config at revision %d is invalid, keeping the current one: %s", revision, err)
             self.deployment_revision = revision
             return
+        names = transactions_to_check(self.deployment, deployment)
+        if names:
+            self._config_check = ConfigCheck(revision, deployment, names)
+            return
+        self._apply(deployment, revision, {})
+
+    def _apply(self, deployment: Deployment, revision: int, unchecked: Mapping[str, str]) -> None:
         changed = self.app.apply(deployment)
         self._check_later(unchecked)
+        self._config_check, self._config_refused = None, {}
         self.deployment, self.deployment_revision = deployment, revision
         log.info("live config revision %d applied%s", revision,
                  ": " + ", ".join(f"{u} ({what})" for u, what in sorted(changed.items())) if changed else " (no unit here changed)")
@@ -318,7 +356,10 @@ class Worker:
             "runs": list(self.runner.history) if self.runner else [],
             "waiting": dict(self.runner.waiting) if self.runner else {},
             "config_revision": self.deployment_revision,
-            "transactions_refused": dict(self.later.refused) if self.later else {},
+            # clusters that refused transactions: in the running config (later checks), or the
+            # stored live config, which is kept out meanwhile
+            "transactions_refused": {**(self.later.refused if self.later else {}), **self._config_refused},
+            "transactions_pending": dict(self.later.pending) if self.later else {},
             "targets": self.app.targets.links({run.plan.cluster for run in self.app.running.values()}) if self.app else {},
         }
 

@@ -136,21 +136,37 @@ def check_answering_transactions(deployment: Deployment, names: list[str] | None
             raise TransactionsUnsupported(f"{err}; it answers metadata, but no transaction coordinator within "
                                           f"{timeout_s:g} s", err.code) from None
 
-    failures = [f for f in _outcomes(clusters_to_probe(reached), probe, TransactionsUnsupported, "transactions").values()
-                if f is not None]
+    failures = {name: f for name, f in _outcomes(clusters_to_probe(reached), probe, TransactionsUnsupported,
+                                                  "transactions").items() if f is not None}
     if failures:
-        raise TransactionsUnsupported("; ".join(str(f) for f in failures))
+        raise TransactionsUnsupported("; ".join(str(f) for f in failures.values()), clusters=tuple(failures))
     return {name: why for name, why in reached.items() if why is not None}
 
 
-def transactions_to_check(current: Deployment, new: Deployment) -> list[str]:
+def check_change_transactions(new: Deployment, names: list[str], timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """CLI (`treedist config set|push`, before etcd is written): the check a worker makes before
+    it applies `new` (`check_answering_transactions` of `names`, the clusters
+    `transactions_to_check` gives: the same verdicts, no second checker), stricter in one way:
+    a cluster that cannot be checked now (down, its login refused, its transaction
+    coordinator not ready) refuses the change too. A worker given such a change applies it and
+    checks the cluster when it answers; the operator making it is told now instead, before
+    any worker copies in exactly_once. Raise TransactionsUnsupported naming every cluster
+    that refuses, on one line."""
+    unchecked = check_answering_transactions(new, names, timeout_s)
+    if unchecked:
+        raise TransactionsUnsupported("; ".join(
+            f"{why}: its transactions (distributor.delivery: exactly_once) cannot be checked now"
+            for why in unchecked.values()), clusters=tuple(unchecked))
+
+
+def transactions_to_check(current: Deployment | None, new: Deployment) -> list[str]:
     """Pure: the clusters of `new` whose transactions a live config change must check before
-    it is applied: none unless `new` is exactly_once; all if `current` is not; else those
-    added or whose client settings changed (the others were checked when they came in, or are
-    left to their tasks)."""
+    it is applied: none unless `new` is exactly_once; all if `current` is not (or is None:
+    nothing stored); else those added or whose client settings changed (the others were
+    checked when they came in, or are left to their tasks)."""
     if new.distributor.delivery != EXACTLY_ONCE:
         return []
-    if current.distributor.delivery != EXACTLY_ONCE:
+    if current is None or current.distributor.delivery != EXACTLY_ONCE:
         return list(new.clusters)
     return [name for name, cluster in new.clusters.items()
             if name not in current.clusters or current.clusters[name].client_config() != cluster.client_config()]

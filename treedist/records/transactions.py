@@ -99,11 +99,13 @@ class TransactionError(PipelineError):
 
 class TransactionsUnsupported(PipelineError):
     """A cluster that cannot run Kafka transactions, in exactly_once mode; `code`: the
-    librdkafka error code of its InitProducerId probe (None when several clusters are named)."""
+    librdkafka error code of its InitProducerId probe (None when several clusters are named);
+    `clusters`: the clusters named, when known."""
 
-    def __init__(self, message: str, code: int | None = None) -> None:
+    def __init__(self, message: str, code: int | None = None, clusters: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.code = code
+        self.clusters = clusters
 
 
 # -- pure ---------------------------------------------------------------------------------

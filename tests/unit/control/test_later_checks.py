@@ -1,13 +1,14 @@
 """A worker's later transactions checks (treedist.control.later_checks): a cluster that
-did not answer stays pending while it does not, and what the deployment no longer needs is
-forgotten. No broker: a closed local port is a cluster that is down."""
+did not answer stays pending while it does not, what the deployment no longer needs is
+forgotten, and a live config's check runs off the loop. No broker: a closed local port is a
+cluster that is down."""
 
 from __future__ import annotations
 
 import socket
 
 from treedist.config import parse_deployment
-from treedist.control.later_checks import LaterTransactions
+from treedist.control.later_checks import ConfigCheck, LaterTransactions
 from treedist.local.deployment import local_deployment
 
 
@@ -41,3 +42,11 @@ def test_what_the_deployment_no_longer_needs_is_forgotten():
     assert list(later.pending) == ["b"]
     later.poll(_deployment("at_least_once", {"b": "127.0.0.1:2", "c": "127.0.0.1:3"}))
     assert later.pending == {}
+
+
+def test_a_live_configs_check_runs_on_its_own_thread_and_leaves_clusters_that_are_down_for_later():
+    deployment = _deployment("exactly_once", {"a": _closed_port(), "b": _closed_port()})
+    check = ConfigCheck(7, deployment, ["b"], timeout_s=0.5)
+    check._thread.join(30)
+    assert check.done() and check.error is None and list(check.unchecked) == ["b"] and check.ended > 0
+    assert "not reachable" in check.unchecked["b"] and not check.reported
