@@ -36,21 +36,65 @@ def _client(config: Path):
     return client, Keys(deployment.control.prefix), deployment.control.allow_unsafe_spark_conf
 
 
+SkipTransactionsCheck = typer.Option(
+    False, "--skip-transactions-check",
+    help="Write a change that turns distributor.delivery: exactly_once on (or adds or changes a cluster under it) "
+         "without checking the clusters' transactions from here; each worker still checks them before applying it.")
+
+
+def _transactions_check(config: Path, keys, unsafe_spark: bool):
+    """live.Check of `config set|push` (CLI): in exactly_once, the clusters a worker would check
+    before applying the change (`preflight.transactions_to_check`) must run Kafka transactions
+    now (`preflight.check_change_transactions`), else the change is refused, naming them,
+    before etcd is written. The clusters are reached from this host with the new deployment's
+    settings, its references resolved here as a worker resolves them (only those of this file
+    and its control.allowed_references)."""
+    def check(stored, spec) -> None:
+        from treedist.config import load_spec
+        from treedist.config.errors import ConfigError
+        from treedist.config.secrets import local_rule
+        from treedist.control import live
+        from treedist.driver.preflight import check_change_transactions, transactions_to_check
+
+        new = live.parse(spec, keys, resolve=False, allow_unsafe_spark_conf=unsafe_spark)
+        try:
+            current = live.parse(stored, keys, resolve=False, allow_unsafe_spark_conf=unsafe_spark) if stored else None
+        except ConfigError:
+            current = None  # a stored deployment this version cannot read: check every cluster
+        names = transactions_to_check(current, new)
+        if not names:
+            return
+        file_spec = load_spec(config)
+        allowed = local_rule(file_spec, (file_spec.get("control") or {}).get("allowed_references") or ())
+        try:
+            resolved = live.parse(spec, keys, resolve=True, allow_unsafe_spark_conf=unsafe_spark, allowed=allowed)
+        except ConfigError as err:
+            raise ConfigError(f"{err} (the transactions check of distributor.delivery: exactly_once reaches the clusters "
+                              f"from here; --skip-transactions-check leaves it to the workers)") from None
+        check_change_transactions(resolved, names)
+
+    return check
+
+
 @config_app.command("set")
 def set_(
     config: Path = ConfigOption,
     changes: list[str] = typer.Argument(..., help="PATH=VALUE (YAML value), e.g. "
                                                   "'targets.overrides=[{cluster: c1, level: 3, target: c4}]'"),
+    skip_transactions_check: bool = SkipTransactionsCheck,
 ) -> None:
     """Change the live deployment: validated like the deployment file (an invalid change is
-    refused, naming the field, and nothing is written).
+    refused, naming the field, and nothing is written). In distributor.delivery: exactly_once, a
+    change that a worker would check the transactions of (turning it on, a cluster added or
+    changed) is refused when such a cluster does not run them or cannot be checked now.
 
     Example: treedist config set -c deploy.yaml distributor.trigger_interval=1s"""
     from treedist.control import live
 
     client, keys, unsafe_spark = _client(config)
+    check = None if skip_transactions_check else _transactions_check(config, keys, unsafe_spark)
     try:
-        _, revision = live.change(client, keys, changes, allow_unsafe_spark_conf=unsafe_spark)
+        _, revision = live.change(client, keys, changes, allow_unsafe_spark_conf=unsafe_spark, check=check)
     finally:
         client.close()
     from treedist.config.secrets import mask_assignment
@@ -90,17 +134,19 @@ def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
 
 
 @config_app.command("push")
-def push(config: Path = ConfigOption) -> None:
-    """Replace the live deployment with the file's (validated first).
+def push(config: Path = ConfigOption, skip_transactions_check: bool = SkipTransactionsCheck) -> None:
+    """Replace the live deployment with the file's (validated first; the transactions check as
+    for `config set`).
 
     Example: treedist config push -c deploy.yaml"""
     from treedist.config import load_spec
     from treedist.control import live
 
     client, keys, unsafe_spark = _client(config)
+    check = None if skip_transactions_check else _transactions_check(config, keys, unsafe_spark)
     try:
         _, revision = live.replace(client, keys, load_spec(config), expected=None,
-                                   allow_unsafe_spark_conf=unsafe_spark)
+                                   allow_unsafe_spark_conf=unsafe_spark, check=check)
     finally:
         client.close()
     console.print(f"live config replaced by {config} (etcd revision {revision})")

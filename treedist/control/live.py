@@ -9,6 +9,9 @@ A change is written in one step that either happens whole or not at all:
 3. validate the result with the same loader as the deployment file (every error names the
    field, e.g. `etcd:/treedist/config: targets[0].target: ...`); an invalid change is refused
    and nothing is written;
+   Then the caller's `check` of the stored deployment and the new one (`treedist config
+   set|push`: the transactions check of `distributor.delivery: exactly_once`,
+   treedist.cli.config_cmd): a change it refuses is refused the same way, nothing written;
 4. write it with a transaction guarded by the mod revision read in step 1, so two changes
    made at the same time cannot overwrite each other (the second is refused: run it again).
 
@@ -27,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 from copy import deepcopy
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
@@ -39,6 +42,8 @@ from treedist.control.etcd import Compare, EtcdClient, KeyValue, Op
 from treedist.control.keys import Keys
 
 _INDEX = re.compile(r"^(.*)\[(\d+)\]$")
+# check(stored spec or None, new spec): raises to refuse a change (step 3)
+Check = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], None]
 
 
 def source_name(keys: Keys) -> str:
@@ -156,21 +161,30 @@ def _next_segment(node: Any, rest: str) -> tuple[str, str]:
 
 
 def change(client: EtcdClient, keys: Keys, assignments: Sequence[str],
-           allow_unsafe_spark_conf: bool = False) -> tuple[Deployment, int]:
+           allow_unsafe_spark_conf: bool = False, check: Check | None = None) -> tuple[Deployment, int]:
     """Steps 1-4 of `config set`; returns the new deployment and the revision written."""
     kv = client.get(keys.config)
     if kv is None:
         raise ControlError(f"no deployment in etcd under {keys.config}: start a worker, or store one with `treedist config push`")
-    spec = set_values(stored_spec(kv, keys), assignments)
-    return replace(client, keys, spec, expected=kv.mod_revision, allow_unsafe_spark_conf=allow_unsafe_spark_conf)
+    stored = stored_spec(kv, keys)
+    spec = set_values(stored, assignments)
+    return replace(client, keys, spec, expected=kv.mod_revision, allow_unsafe_spark_conf=allow_unsafe_spark_conf,
+                   check=check, stored=stored)
 
 
 def replace(client: EtcdClient, keys: Keys, spec: Mapping[str, Any], expected: int | None,
-            allow_unsafe_spark_conf: bool = False) -> tuple[Deployment, int]:
+            allow_unsafe_spark_conf: bool = False, check: Check | None = None,
+            stored: Mapping[str, Any] | None = None) -> tuple[Deployment, int]:
     """Steps 3-4 (also `config push`: `expected` None means "whatever is stored").
-    `allow_unsafe_spark_conf` is the flag of the file of the command making the change."""
+    `allow_unsafe_spark_conf` is the flag of the file of the command making the change;
+    `stored`: the stored spec `check` compares with (read here when not given)."""
     # raises ConfigError naming the field; references checked for form, not resolved (see above)
     deployment = parse(spec, keys, resolve=False, allow_unsafe_spark_conf=allow_unsafe_spark_conf)
+    if check is not None:
+        if stored is None:
+            kv = client.get(keys.config)
+            stored = stored_spec(kv, keys) if kv is not None else None
+        check(stored, spec)
     guard = [Compare.mod_at(keys.config, expected)] if expected is not None else []
     result = client.txn(guard, [Op.put(keys.config, json.dumps(spec, sort_keys=True))])
     if not result.succeeded:
