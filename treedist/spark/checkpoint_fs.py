@@ -32,6 +32,7 @@ round trip to a store per batch.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -122,6 +123,39 @@ class Store:
         try:
             with fs.open_output_stream(key) as stream:
                 stream.write(text.encode("utf-8"))
+        except OSError as err:
+            raise CheckpointStoreError(f"{path}: {err}") from None
+
+    def overwrite(self, path: str, data: bytes) -> None:
+        """Replace a small file's content IN PLACE (a local file: one pwrite at offset 0, the
+        file cut to `len(data)` only when it was longer); an object store object by one PUT.
+
+        For a file rewritten many times a second whose readers never read it while it is
+        being written (copy-ahead intents: read only once their batch committed, after every
+        writer ended). Why not `write_text`'s temporary file and rename: on ext4 a rename over
+        an existing file costs ~180 µs of CPU (mostly the kernel's: the replaced inode is
+        freed, the new file's block allocated and its write-back started) and 0.3-0.6 ms of
+        wall time, against ~6 µs for the pwrite (measured here, 2026-11-27); at 2,000
+        records/s with lingering tasks the renames were ~40 % of the executors' CPU
+        (docs/performance.md, "Lingering tasks"). What is given up: a reader racing a writer,
+        or a machine crash mid-write, may see a mix of old and new bytes (a process crash
+        cannot: one pwrite of a page or less); neither is fsynced, as before."""
+        if is_remote(path):
+            fs, key = self._fs(path)
+            try:
+                with fs.open_output_stream(key) as stream:
+                    stream.write(data)
+            except OSError as err:
+                raise CheckpointStoreError(f"{path}: {err}") from None
+            return
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.pwrite(fd, data, 0)
+                if os.fstat(fd).st_size > len(data):  # a longer earlier content: cut its tail
+                    os.ftruncate(fd, len(data))
+            finally:
+                os.close(fd)
         except OSError as err:
             raise CheckpointStoreError(f"{path}: {err}") from None
 

@@ -110,6 +110,19 @@ def test_intents_are_read_for_their_own_batch_only(tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_an_intent_rewritten_in_place_shorter_or_longer_reads_as_the_last_write(tmp_path):
+    # Intents are rewritten in place (Store.overwrite): a shorter write must not leave the
+    # tail of a longer one behind, and a longer one must extend the file.
+    tp = TopicPartitionKey("orders.eu", 3)
+    intents = ahead.Intents(Store(), str(tmp_path))
+    (tmp_path / "orders.eu~3").write_text(json.dumps({"batch": "batch-0", "until": 1, "to": 2}) + " " * 300)
+    for until, to in ((10, 10_000_000), (10, 12), (123_456_789, 987_654_321), (0, 0)):
+        intents.write("batch-1", [(tp, until, to)])
+        assert intents.read("batch-1", [tp]) == {tp: (until, to)}
+        assert json.loads((tmp_path / "orders.eu~3").read_text()) == {"batch": "batch-1", "until": until, "to": to}
+    assert [p.name for p in tmp_path.iterdir()] == ["orders.eu~3"]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 3_000_000), st.one_of(st.none(), st.integers(1, 3_000_000)), st.integers(1, 64))
 def test_a_batch_with_what_its_tasks_copy_ahead_stays_within_the_limit(read, max_records, tasks):
