@@ -25,6 +25,7 @@ import time
 from pyspark.sql import SparkSession
 
 from treedist.config import Deployment
+from treedist.kafka.clients import lingering_consumer_settings
 from treedist.records.plan import plan_all
 from treedist.records.transactions import EXACTLY_ONCE
 from treedist.records.warm import warm_worker
@@ -49,7 +50,10 @@ def start(spark: SparkSession, deployment: Deployment) -> threading.Thread | Non
         return None
     if not plans:
         return None
-    consumers = [dict(p.consumer) for p in plans]
+    # The settings the queries' first tasks take their consumer with: lingering ones batch
+    # their fetches (treedist.records.task, `lingering_consumer_settings`).
+    consumers = [lingering_consumer_settings(p.consumer) if p.task_linger_s > 0 and p.delivery != EXACTLY_ONCE
+                 else dict(p.consumer) for p in plans]
     # exactly_once tasks build a transactional producer each: no kept producer to warm.
     kept = plans[0].delivery != EXACTLY_ONCE
     producers = {k: dict(v) for k, v in (plans[0].warm_producers or {}).items()} if kept else {}

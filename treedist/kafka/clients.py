@@ -124,6 +124,31 @@ def replay_consumer_settings(settings: Mapping[str, str]) -> dict[str, str]:
     return merge(settings, CONSUMER_DEFAULTS, CONSUMER_FIXED)
 
 
+# A lingering task's consumer (`distributor.task_linger`, treedist.records.ahead) tails its
+# partitions for a second or more without a backlog. With librdkafka's fetch.min.bytes of 1 the
+# broker answers a fetch as soon as any record lands, and the consumer asks again at once: at
+# 2,000 records/s (a producer with linger.ms 5, 8 partitions) that was ~810 fetches a second
+# and 26 µs of the consumer's CPU per record, the librdkafka broker thread being most of a
+# lingering task's CPU. With 64 KiB or 50 ms, whichever comes first: ~10-20 fetches a second,
+# 2-3 µs per record (measured on a local Kafka 4.1 node, 2026-11-27, docs/performance.md,
+# "Lingering tasks"); a record waits up to 50 ms more in the broker (one consume's wait,
+# `ahead.LINGER_WAIT_S`, is as long). MirrorMaker 2's documented tuning waits too (64 KiB, 100 ms).
+LINGERING_CONSUMER: dict[str, str] = {"fetch.min.bytes": "65536", "fetch.wait.max.ms": "50"}
+
+
+def lingering_consumer_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """A lingering task's consumer settings (pure): `settings` (a replaying consumer's) with
+    LINGERING_CONSUMER, unless they set fetch.min.bytes themselves (the cluster's `client`
+    settings): then they are kept whole. A fetch.wait.max.ms other than the replaying
+    consumer's default is the cluster's own too, and kept."""
+    if "fetch.min.bytes" in settings:
+        return dict(settings)
+    out = {**settings, "fetch.min.bytes": LINGERING_CONSUMER["fetch.min.bytes"]}
+    if str(settings.get("fetch.wait.max.ms", CONSUMER_DEFAULTS["fetch.wait.max.ms"])) == CONSUMER_DEFAULTS["fetch.wait.max.ms"]:
+        out["fetch.wait.max.ms"] = LINGERING_CONSUMER["fetch.wait.max.ms"]
+    return out
+
+
 def no_loss_producer_settings(settings: Mapping[str, str]) -> dict[str, str]:
     """A no-loss producer's settings: `settings` over PRODUCER_DEFAULTS, PRODUCER_FIXED enforced."""
     return merge(settings, PRODUCER_DEFAULTS, PRODUCER_FIXED)

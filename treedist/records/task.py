@@ -53,6 +53,7 @@ from treedist.records.errors import PipelineError
 from treedist.records.plan import ClusterPlan
 from treedist.records.positions import LevelRange, PartitionWindow, ReadTask
 from treedist.spark.offsets import TopicPartitionKey
+from treedist.kafka.clients import lingering_consumer_settings
 from treedist.kafka.producer import DeliveryFailed, DeliveryProducer
 from treedist.records.transactions import transactional_settings
 
@@ -115,7 +116,11 @@ def run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
 
 def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
     targets = dict(task.targets)
-    consumer = clients.take_consumer(plan.consumer)
+    # A lingering task tails its partitions: its consumer batches fetches
+    # (`treedist.kafka.clients.LINGERING_CONSUMER`: fetching at every record that lands was
+    # most of a lingering task's CPU). Kept idle under those settings, apart from the others.
+    consumer_settings = lingering_consumer_settings(plan.consumer) if task.linger_s > 0 else plan.consumer
+    consumer = clients.take_consumer(consumer_settings)
     producers: dict[str, DeliveryProducer] = {}
     exactly = plan.delivery == transactions.EXACTLY_ONCE
     txns: dict[str, transactions.TargetTransaction] = {}
@@ -167,7 +172,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         return copier.stats
     finally:
         if done:  # the consumer was unassigned before the flush (step 4)
-            clients.return_consumer(plan.consumer, consumer)
+            clients.return_consumer(consumer_settings, consumer)
             if not exactly:  # transactional producers are never kept (transactions docstring)
                 for target, producer in producers.items():
                     clients.return_producer(plan.producers[target], producer)

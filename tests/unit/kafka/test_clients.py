@@ -63,3 +63,20 @@ def test_an_admin_keeps_only_what_an_admin_takes(settings):
 def test_a_producer_takes_the_python_only_setting_as_a_string():
     producer = clients.producer({"bootstrap.servers": "127.0.0.1:1", "delivery.report.only.error": "true"})
     assert producer.flush(0) == 0
+
+
+@given(user, st.one_of(st.none(), st.sampled_from(["1", "1024", 4096])))
+def test_a_lingering_consumer_batches_its_fetches_unless_the_cluster_set_fetch_min_bytes(settings, min_bytes):
+    # LINGERING_BATCHES: a lingering task's consumer waits for 64 KiB or 50 ms per fetch; a
+    # cluster whose `client` settings chose fetch.min.bytes keeps every setting of its own,
+    # one that chose fetch.wait.max.ms keeps that.
+    base = replay_consumer_settings({**settings, **({} if min_bytes is None else {"fetch.min.bytes": min_bytes})})
+    lingering = clients.lingering_consumer_settings(base)
+    if min_bytes is None:
+        own_wait = "fetch.wait.max.ms" in settings and settings["fetch.wait.max.ms"] != "100"
+        assert lingering == {**base, **clients.LINGERING_CONSUMER,
+                             **({"fetch.wait.max.ms": settings["fetch.wait.max.ms"]} if own_wait else {})}
+    else:
+        assert lingering == base
+    assert {k: lingering[k] for k in CONSUMER_FIXED} == CONSUMER_FIXED
+    assert clients.lingering_consumer_settings(lingering) == lingering
