@@ -49,7 +49,9 @@ local files, or objects of the s3a:// checkpoint's bucket, written by the execut
 Lingering (`distributor.task_linger`, `ReadTask.linger_s`): step 1's "while a backlog keeps
 arriving" becomes "and, without a backlog, until the task has copied ahead for linger_s":
 the task tails its partitions, each consume waiting up to LINGER_WAIT_S, and copies every run
-as it arrives through steps 2-3 unchanged (intent first). Why: Spark's fixed cost per
+as it arrives through steps 2-3 unchanged (intent first). Its consumer batches its fetches (up
+to 50 ms or 64 KiB, `treedist.kafka.clients.LINGERING_CONSUMER`): fetching at every record
+that landed cost more CPU than the copying. Why: Spark's fixed cost per
 micro-batch (planning, offset and commit logs, scheduling, the Python worker round trip) is
 paid per batch whatever it carries: at 2,000 records/s it was most of treedist's CPU, ~7-10
 batches per second per query; a lingering query runs about one batch per linger, and each
