@@ -119,12 +119,7 @@ class Store:
             except OSError as err:
                 raise CheckpointStoreError(f"{path}: {err}") from None
             return
-        fs, key = self._fs(path)
-        try:
-            with fs.open_output_stream(key) as stream:
-                stream.write(text.encode("utf-8"))
-        except OSError as err:
-            raise CheckpointStoreError(f"{path}: {err}") from None
+        self._put(path, text.encode("utf-8"))
 
     def overwrite(self, path: str, data: bytes) -> None:
         """Replace a small file's content IN PLACE (a local file: one pwrite at offset 0, the
@@ -136,20 +131,15 @@ class Store:
         an existing file costs ~180 µs of CPU (mostly the kernel's: the replaced inode is
         freed, the new file's block allocated and its write-back started) and 0.3-0.6 ms of
         wall time, against ~6 µs for the pwrite (measured here, 2026-11-27); at 2,000
-        records/s with lingering tasks the renames were ~40 % of the executors' CPU
+        records/s with lingering tasks the renames were about a third of the executors' CPU
         (docs/performance.md, "Lingering tasks"). What is given up: a reader racing a writer,
         or a machine crash mid-write, may see a mix of old and new bytes (a process crash
         cannot: one pwrite of a page or less); neither is fsynced, as before."""
         if is_remote(path):
-            fs, key = self._fs(path)
-            try:
-                with fs.open_output_stream(key) as stream:
-                    stream.write(data)
-            except OSError as err:
-                raise CheckpointStoreError(f"{path}: {err}") from None
+            self._put(path, data)
             return
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)  # as open() would: the umask decides
             try:
                 os.pwrite(fd, data, 0)
                 if os.fstat(fd).st_size > len(data):  # a longer earlier content: cut its tail
@@ -218,6 +208,15 @@ class Store:
             raise CheckpointStoreError(f"{path}: {err}") from None
 
     # -- the file system of a remote location ----------------------------------------------
+
+    def _put(self, path: str, data: bytes) -> None:
+        """A remote object written whole by one PUT: readers see all of it or none."""
+        fs, key = self._fs(path)
+        try:
+            with fs.open_output_stream(key) as stream:
+                stream.write(data)
+        except OSError as err:
+            raise CheckpointStoreError(f"{path}: {err}") from None
 
     def _fs(self, path: str) -> tuple[Any, str]:
         """(pyarrow file system, its path of `path`); one file system per process and
