@@ -177,6 +177,27 @@ def test_records_that_keep_arriving_while_a_task_copies_ahead_are_copied_once_an
     _assert_c2_holds_each_once(bootstrap, deployment, unique_topic, total, timeout=60)
 
 
+def test_switched_off_a_task_copies_only_its_windows_and_the_next_batch_reads_the_rest(local_kafka, unique_topic, tmp_path):
+    # `distributor.copy_ahead: false`: the records that arrive after planning come in the
+    # task's fetch as in the first test, but are left to the next batch; no intent is written.
+    bootstrap, deployment, plan, reader, tp = _setup(local_kafka, unique_topic, tmp_path, copy_ahead=False)
+    _, end, task = _first_batch(bootstrap, reader, unique_topic, 100)
+    assert task.ahead_limit == 0
+    _produce(bootstrap["c1"], unique_topic, 100, 50)  # after planning: past the window
+
+    stats = run_task(plan, task)
+    assert (stats.records_in, stats.copied) == (100, 100)
+    assert not Path(ahead.ahead_dir(plan.checkpoint)).exists()
+
+    after = reader.latestOffset(end, ReadAllAvailable())
+    assert "copied_ahead" not in after and _position(after, tp) == 150
+    [task] = reader.partitions(end, after)
+    assert [(w.from_offset, w.until_offset) for w in task.windows] == [(100, 150)]
+    assert run_task(plan, task).copied == 50
+
+    _assert_c2_holds_each_once(bootstrap, deployment, unique_topic, 150)
+
+
 def _assert_c2_holds_each_once(bootstrap, deployment, topic: str, count: int, timeout: float = 30) -> None:
     """c2 holds `count` records of `topic`, each once, in order, matching its original."""
     assert wait_for_counts({"c2": bootstrap["c2"]}, topic, count, timeout=timeout) == {"c2": count}
