@@ -64,8 +64,8 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--rate", help="fixed-rate mode: records/s on c1, e.g. 2000 or 2000,10000,50000")
     p.add_argument("--warmup", type=float, default=10.0, help="fixed-rate mode: seconds at the rate before measuring")
     p.add_argument("--contenders", default=",".join(contenders.CONTENDERS),
-                   help=f"of {', '.join(contenders.CONTENDERS + (contenders.TREEDIST_ALO, contenders.TREEDIST_NOAHEAD))} "
-                        "(treedist_noahead: treedist with distributor.copy_ahead false)")
+                   help=f"of {', '.join(contenders.CONTENDERS + (contenders.TREEDIST_ALO, contenders.TREEDIST_NOAHEAD, contenders.TREEDIST_SLOTS3))} "
+                        "(treedist_noahead: treedist with distributor.copy_ahead false; treedist_slots3: treedist on local[3,4])")
     p.add_argument("--delivery", default="at_least_once", choices=("at_least_once", "exactly_once"),
                    help="exactly_once: treedist with distributor.delivery exactly_once, MM2 with KIP-618 exactly-once, "
                         "counts and latency read_committed (the contender treedist_alo stays at_least_once)")
@@ -120,6 +120,10 @@ def round_ratios(runs: dict, rate_mode: bool) -> dict:
     if alo in runs:  # exactly_once against at_least_once, paired per round (issue 35's 1.3x CPU target)
         out["throughput_treedist_over_treedist_alo"] = ratio(fig("treedist", "copies_per_second"), fig(alo, "copies_per_second"))
         out["cpu_per_copy_treedist_over_treedist_alo"] = ratio(fig("treedist", "cpu_us_per_copy"), fig(alo, "cpu_us_per_copy"))
+    slots3 = contenders.TREEDIST_SLOTS3
+    if slots3 in runs:  # two task slots against three, paired per round (issue 30 point 7)
+        out["throughput_treedist_over_treedist_slots3"] = ratio(fig("treedist", "copies_per_second"), fig(slots3, "copies_per_second"))
+        out["cpu_per_copy_treedist_over_treedist_slots3"] = ratio(fig("treedist", "cpu_us_per_copy"), fig(slots3, "cpu_us_per_copy"))
     noahead = contenders.TREEDIST_NOAHEAD
     if noahead in runs:  # copying ahead on against off, paired per round (issue 30 point 7)
         out["throughput_treedist_over_treedist_noahead"] = ratio(fig("treedist", "copies_per_second"), fig(noahead, "copies_per_second"))

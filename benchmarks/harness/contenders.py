@@ -37,6 +37,10 @@ TREEDIST_ALO = "treedist_alo"
 # treedist with `distributor.copy_ahead: false`: the paired baseline of copying ahead (issue 30
 # point 7: does what was built for noida-db earn its place on Kafka?).
 TREEDIST_NOAHEAD = "treedist_noahead"
+# treedist with a third task slot (`local[3,4]` instead of `local[2,4]`): the paired check of
+# the two shared task slots built on noida-db (issue 30 point 7).
+TREEDIST_SLOTS3 = "treedist_slots3"
+SLOTS3_MASTER = "local[3,4]"
 
 
 @dataclass(frozen=True)
@@ -142,8 +146,9 @@ def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, 
                                exactly_once=delivery == "exactly_once")
         proc = mm2.start(props, workdir, run_id)
         return Handle(run_id, [proc], [workdir / f"{run_id}.log"], lambda: stop_pid(proc.pid, grace=30)), props
-    if contender in ("treedist", TREEDIST_ALO, TREEDIST_NOAHEAD):
+    if contender in ("treedist", TREEDIST_ALO, TREEDIST_NOAHEAD, TREEDIST_SLOTS3):
         mode = "at_least_once" if contender == TREEDIST_ALO else delivery
+        master = SLOTS3_MASTER if contender == TREEDIST_SLOTS3 else master
         config = write_deployment(workdir / f"{run_id}.yaml", boot, scenario.tree, [topic], workdir / f"ck-{run_id}", master,
                                   distributor={**(distributor or {}), **({"delivery": mode} if mode != "at_least_once" else {}),
                                                **({"copy_ahead": False} if contender == TREEDIST_NOAHEAD else {})}
