@@ -198,10 +198,10 @@ def favours(args, rounds: list[dict], rate_mode: bool) -> tuple[list[str], list[
                    "every 100 ms or back to back), so at low rates its CPU per copy is mostly that fixed cost")
         if any(d.startswith("task_linger=") and d.split("=", 1)[1].strip() not in ("0", "0s", "0ms")
                for d in (args.distributor or [])):
-            fav.append("treedist (CPU per copy, lingering): its lingering tasks' consumers batch their fetches "
-                       "(fetch.min.bytes 64 KiB, fetch.wait.max.ms 50: treedist.kafka.clients.LINGERING_CONSUMER); "
-                       "the loop keeps treedist's replay consumer settings (fetch.min.bytes 1), which at 2,000 rec/s "
-                       "cost a consumer ~20 µs more CPU per record (~800 fetches/s instead of 10-20)")
+            fav.append("nobody (lingering): treedist's lingering tasks' consumers batch their fetches "
+                       "(fetch.min.bytes 64 KiB, fetch.wait.max.ms 50: treedist.kafka.clients.LINGERING_CONSUMER), "
+                       "and so do the loop's in such a run (the same settings; before 2026-11-27 04:00 the loop kept "
+                       "fetch.min.bytes 1, ~20 µs more CPU per record at 2,000 rec/s)")
     if args.delivery == "exactly_once":
         fav.append("exactly_once: landing counts are read_committed last stable offsets, which count each transaction's "
                    "markers (one per partition) as copies: more, smaller transactions raise a contender's rate and lower "

@@ -156,12 +156,15 @@ def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, 
         run = TreedistRun(config, workdir / f"{run_id}.log")
         return Handle(run_id, [run.proc], [run.log_file], lambda: run.stop()), {"deployment": config.read_text()}
     if contender == "loop":
-        return _loops(scenario, boot, topic, partitions, workdir, run_id)
+        # "The same client settings as treedist": when treedist's tasks linger, their consumers
+        # batch their fetches (treedist.kafka.clients.lingering_consumer_settings), so the loop's do too.
+        linger = str((distributor or {}).get("task_linger", "0")).strip()
+        return _loops(scenario, boot, topic, partitions, workdir, run_id, lingering=linger not in ("0", "0s", "0ms", "0.0"))
     raise ValueError(contender)
 
 
 def _loops(scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path,
-           run_id: str) -> tuple[Handle, dict]:
+           run_id: str, lingering: bool = False) -> tuple[Handle, dict]:
     per_cluster = levels(scenario.tree)
     jobs = []
     if scenario.name == "single_link":
@@ -173,7 +176,7 @@ def _loops(scenario: Scenario, boot: dict[str, str], topic: str, partitions: int
     for i, (cluster, owned) in enumerate(jobs):
         spec = {"cluster": cluster, "bootstraps": boot, "topic": topic, "partitions": owned,
                 "levels": [list(level) for level in per_cluster[cluster]], "group": f"loop-{run_id}-{cluster}",
-                "flags_header": FLAGS, "origin_header": ORIGIN}
+                "flags_header": FLAGS, "origin_header": ORIGIN, "lingering": lingering}
         log = workdir / f"{run_id}-{i}.log"
         with open(log, "ab") as out:
             procs.append(subprocess.Popen([sys.executable, "-m", "benchmarks.harness.lean_loop", json.dumps(spec)],
@@ -181,4 +184,5 @@ def _loops(scenario: Scenario, boot: dict[str, str], topic: str, partitions: int
                                           start_new_session=True))
         logs.append(log)
         specs.append({"cluster": cluster, "partitions": owned, "levels": spec["levels"]})
-    return Handle(run_id, procs, logs), {"processes": specs, "commit_every_s": 1.0, "gc": "disabled"}
+    return Handle(run_id, procs, logs), {"processes": specs, "commit_every_s": 1.0, "gc": "disabled",
+                                         "lingering_consumer_settings": lingering}

@@ -16,7 +16,7 @@ does, not a strawman:
 
 Run: python -m benchmarks.harness.lean_loop '<json>' with cluster, bootstraps {cluster:
 servers}, topic, partitions [owned partition numbers], levels [[mask, bit, target]], group,
-flags_header, origin_header. SIGTERM stops it: it flushes, commits and prints one JSON line.
+flags_header, origin_header, lingering (treedist's lingering consumer settings). SIGTERM stops it: it flushes, commits and prints one JSON line.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
+from treedist.kafka.clients import lingering_consumer_settings
 from treedist.spark.options import consumer_settings, producer_settings
 
 COMMIT_EVERY_S = 1.0
@@ -37,6 +38,8 @@ BATCH = 10_000
 
 def _clients(args: dict) -> tuple[Consumer, dict[str, Producer]]:
     consumer_conf = consumer_settings({"bootstrap.servers": args["bootstraps"][args["cluster"]]})
+    if args.get("lingering"):  # treedist lingers in this run: its tailing consumers batch their fetches
+        consumer_conf = lingering_consumer_settings(consumer_conf)
     # treedist's replay settings (`auto.offset.reset=error`, partition EOF events) serve its
     # planned ranges; a loop resumes from its committed offsets, else the beginning.
     consumer_conf.update({"group.id": args["group"], "auto.offset.reset": "earliest", "enable.partition.eof": "false"})
