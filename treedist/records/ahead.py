@@ -26,7 +26,9 @@ The protocol (the batch stays deterministic: its offset log entry says what it r
    its end offset), the window's end and the offset copied up to (= the end when nothing was
    received past it), before any copy past the window is produced, and again, with the new
    offset, before each further run of the partition's records is copied. Written by every
-   attempt of the task (a retry overwrites what a failed attempt intended);
+   attempt of the task (a retry overwrites what a failed attempt intended). An attempt that
+   does not copy ahead (a replay after a restart with `copy_ahead` off or in exactly_once)
+   writes "nothing copied ahead" for its uniform windows instead (`task.reset_intents`);
 3. executor: copy those records for every level, like the window's own; the task's
    `finish()` then proves every delivery, so the batch commits only after they landed;
 4. driver, planning the next batch (`latestOffset(start)`, `start` being that batch's end):
@@ -126,10 +128,11 @@ class Intents:
         a rename cost ~30 times a pwrite's CPU (`Store.overwrite`). In-place writes are not
         atomic for a reader that races them; none does: the planner reads a batch's intents
         only once the batch committed, that is after every task that writes them returned
-        (step 4). A process crash cannot leave half a write (one pwrite of a few dozen
-        bytes). A machine crash (nothing fsynced, as before) can leave the file's earlier
-        content, like an unfinished rename, or, if its length changed, bytes that do not
-        parse (the closing brace cut off or doubled): no intent, the records read again."""
+        (step 4). A process crash between the pwrite and the cut of a longer earlier
+        content, or a machine crash (nothing fsynced, as before), can leave the file's
+        earlier content, like an unfinished rename, or bytes that do not parse (the new
+        JSON followed by the old tail, or cut off): no intent, the records read again
+        (duplicates, never a gap)."""
         for tp, until, to in entries:
             self.store.overwrite(self._path(tp), json.dumps({"batch": batch, "until": until, "to": to}).encode())
 

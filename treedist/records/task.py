@@ -158,6 +158,8 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         )
         intents = ahead.Intents.of(plan.checkpoint, plan.store)
         beyond: dict | None = {} if copies_ahead(plan, task) and intents.visible() else None
+        if beyond is None and task.batch and intents.visible():
+            reset_intents(task, intents)
         read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
             copy_ahead(consumer, task, beyond, copier.copy, intents, plan.live_targets)
@@ -272,6 +274,21 @@ def copies_ahead(plan: ClusterPlan, task: ReadTask) -> bool:
     the next batch."""
     return (bool(task.batch) and task.ahead_limit != 0 and plan.copy_ahead
             and plan.delivery != transactions.EXACTLY_ONCE)
+
+
+def reset_intents(task: ReadTask, intents: ahead.Intents) -> None:
+    """Executor, a task of a planned batch that does not copy ahead, where it sees the
+    query's intents: write "nothing copied ahead" (copied up to = the window's end) as the
+    intent of each of its uniform windows, before it reads them.
+
+    Why: an earlier attempt of this batch may have copied ahead, written its intents and died
+    before its copies landed; a replay that does not copy ahead (the query restarted with
+    `distributor.copy_ahead` off, `delivery: exactly_once`, or a smaller ahead share) would
+    otherwise leave those intents, with this batch's token, for the planner to act upon once
+    this attempt commits: the positions would move past copies that never landed (a gap).
+    Raises CheckpointStoreError: the task fails and is retried, like a failed intent write."""
+    intents.write(task.batch, [(TopicPartitionKey(w.topic, w.partition), w.until_offset, w.until_offset)
+                               for w in task.windows if w.uniform])
 
 
 def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_records, poll_timeout_s: float,

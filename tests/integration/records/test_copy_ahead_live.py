@@ -198,6 +198,32 @@ def test_switched_off_a_task_copies_only_its_windows_and_the_next_batch_reads_th
     _assert_c2_holds_each_once(bootstrap, deployment, unique_topic, 150)
 
 
+def test_a_replay_that_does_not_copy_ahead_clears_the_intents_a_dead_attempt_left(local_kafka, unique_topic, tmp_path):
+    # Attempt 1 of the first batch copied ahead to 150, wrote its intent and died before its
+    # copies landed (none of 100-149 reached c2); the query restarted with copy_ahead off and
+    # replays the batch: its task must not leave that intent for the planner (a gap of 50).
+    bootstrap, _, plan, reader, tp = _setup(local_kafka, unique_topic, tmp_path)
+    start, end, task = _first_batch(bootstrap, reader, unique_topic, 100)
+    _produce(bootstrap["c1"], unique_topic, 100, 50)
+    ahead.Intents.of(plan.checkpoint, plan.store).write(task.batch, [(tp, 100, 150)])
+
+    off = parse_deployment(local_deployment({c: local_kafka.bootstrap[c] for c in ("c1", "c2")}, topics=[unique_topic],
+                                            checkpoint_location=str(tmp_path / "ck"), distributor={"copy_ahead": False}),
+                           "<test>")
+    plan_off = plan_cluster(off, "c1")
+    replanner = DistributorReader(plan_off, counters=None)
+    [replay] = replanner.partitions(start, end)
+    assert (replay.batch, replay.ahead_limit) == (task.batch, 0)
+    assert run_task(plan_off, replay).copied == 100
+
+    after = DistributorReader(plan_off, counters=None).latestOffset(end, ReadAllAvailable())
+    assert "copied_ahead" not in after and _position(after, tp) == 150
+    [task] = replanner.partitions(end, after)
+    assert [(w.from_offset, w.until_offset) for w in task.windows] == [(100, 150)]
+    assert run_task(plan_off, task).copied == 50
+    _assert_c2_holds_each_once(bootstrap, off, unique_topic, 150)
+
+
 def _assert_c2_holds_each_once(bootstrap, deployment, topic: str, count: int, timeout: float = 30) -> None:
     """c2 holds `count` records of `topic`, each once, in order, matching its original."""
     assert wait_for_counts({"c2": bootstrap["c2"]}, topic, count, timeout=timeout) == {"c2": count}
