@@ -16,8 +16,11 @@ the role's settings:
 A setting that contradicts a fixed one raises SettingConflict naming the key. Every client
 gets `logger=client_logger()` (librdkafka's logs condensed, `treedist.kafka.logs`) unless
 the caller passes its own. The settings are the same librdkafka settings the hot path was
-tuned with (records/copier.py, records/task.py): this module adds no setting of its own to
-a consumer or producer.
+tuned with (records/copier.py, records/task.py); the one setting this module adds is a
+lingering task's batched fetches (`lingering_consumer_settings`: fetch.min.bytes and
+fetch.wait.max.ms, unless the cluster sets fetch.min.bytes; a fetch.wait.max.ms equal to the
+replay default counts as not set). A lingering task also reads its windows with them: a small
+window may wait up to fetch.wait.max.ms for its first records.
 """
 
 from __future__ import annotations

@@ -58,6 +58,13 @@ stop at its first record (the last stable offset) and wait. Nothing is lost or d
 batch's replay finds the positions committed under the same group name and copies the rest.
 A clean stop leaves no transaction open.
 
+The same holds when the checkpoint root's spelling changes (the checkpoint moved or restored
+elsewhere, another mount point, `hdfs://nn` against `hdfs://nn:8020`): the key changes with it.
+So move a checkpoint only after a clean stop. After a kill, a task that was left running (a
+lost executor's) under the old key is not fenced by the new ids and could still commit its
+transaction, which the replay also copies: duplicates in exactly_once, never a gap. Not done:
+a random id kept in the checkpoint root, which would survive a move.
+
 Zombies: a task whose executor Spark lost while its process goes on (a network partition; in
 local mode an executor is lost only with its process) is retried under the same index, so the
 retry's `init_transactions` fences it: its commit fails, whatever it produced is aborted.

@@ -133,15 +133,17 @@ class Store:
         wall time, against ~6 µs for the pwrite (measured here, 2026-11-27); at 2,000
         records/s with lingering tasks the renames were about a third of the executors' CPU
         (docs/performance.md, "Lingering tasks"). What is given up: a reader racing a writer,
-        or a machine crash mid-write, may see a mix of old and new bytes (a process crash
-        cannot: one pwrite of a page or less); neither is fsynced, as before."""
+        or a machine crash mid-write, may see a mix of old and new bytes; so may a reader
+        after a process crash between the pwrite and the cut of a longer earlier content (the
+        new bytes, then the old tail). Neither is fsynced, as before. A short pwrite raises."""
         if is_remote(path):
             self._put(path, data)
             return
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)  # as open() would: the umask decides
             try:
-                os.pwrite(fd, data, 0)
+                if os.pwrite(fd, data, 0) != len(data):
+                    raise OSError(f"short write of {len(data)} bytes")
                 if os.fstat(fd).st_size > len(data):  # a longer earlier content: cut its tail
                     os.ftruncate(fd, len(data))
             finally:
