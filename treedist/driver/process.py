@@ -93,12 +93,19 @@ class DriverProcess(ExitStack):
         """Spark started from the deployment's `spark` section and registered to stop (on
         `stack`, default this process); our signal handlers put back over the SIGINT handler
         PySpark installs when it starts."""
+        from pyspark import SparkContext
+
         from treedist.spark.hadoop_aws import session_conf  # S3A jars for an s3a:// checkpoint_location
         from treedist.spark.session import build_session
 
+        # A Spark context this process already runs (an embedding program's, the test suite's
+        # session) is reused by build_session and left to its owner: stopping it here would
+        # stop every other user of it.
+        owned = SparkContext._active_spark_context is None
         spark = build_session(spark_master(deployment), deployment.spark.app_name,
                               session_conf(deployment.checkpoint_location, deployment.spark.conf))
-        (self if stack is None else stack).callback(spark.stop)
+        if owned:
+            (self if stack is None else stack).callback(spark.stop)
         self.signals.reinstall()
         return spark
 
