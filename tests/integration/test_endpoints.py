@@ -27,6 +27,8 @@ import yaml
 
 from treedist.local.launcher import free_port
 
+from tests.fixtures.deployments import unreachable_deployment
+
 TREEDIST = str(Path(sys.executable).parent / "treedist")
 USER, PASSWORD = "ops", "bind-pw-7c2e"
 ENV = {**os.environ, "TD_TEST_BIND_PW": PASSWORD}
@@ -36,15 +38,7 @@ STOPPED = (0, -signal.SIGTERM)
 
 
 def _status_deployment(tmp_path: Path) -> Path:
-    config = tmp_path / "status.yaml"
-    config.write_text(yaml.safe_dump({
-        "clusters": {"a": {"bootstrap_servers": f"127.0.0.1:{free_port()}"},
-                     "b": {"bootstrap_servers": f"127.0.0.1:{free_port()}"}},
-        "tree": {"level": 1, "children": ["a", "b"]},
-        "topics": {"names": ["x"]},
-        "checkpoint_location": str(tmp_path / "checkpoints"),
-    }))
-    return config
+    return unreachable_deployment(tmp_path, "status.yaml")
 
 
 def _registry_deployment(tmp_path: Path, bootstrap: dict[str, str]) -> Path:

@@ -21,13 +21,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from treedist.control.view import ViewServer
 from treedist.endpoints import BasicAuth, Exposure, from_flags
 from treedist.local.launcher import free_port
 from treedist.local.secured import make_broker_cert, make_ca
+
+from tests.fixtures.deployments import unreachable_deployment
 
 TREEDIST = str(Path(sys.executable).parent / "treedist")
 USER, PASSWORD = "scraper", "pw-9f3c"
@@ -43,15 +44,7 @@ def tls(tmp_path_factory) -> dict[str, Path]:
 
 
 def _deployment(tmp_path: Path) -> Path:
-    config = tmp_path / "deployment.yaml"
-    config.write_text(yaml.safe_dump({
-        "clusters": {"a": {"bootstrap_servers": f"127.0.0.1:{free_port()}"},
-                     "b": {"bootstrap_servers": f"127.0.0.1:{free_port()}"}},
-        "tree": {"level": 1, "children": ["a", "b"]},
-        "topics": {"names": ["x"]},
-        "checkpoint_location": str(tmp_path / "checkpoints"),
-    }))
-    return config
+    return unreachable_deployment(tmp_path)
 
 
 def _client(ca: Path, **kwargs) -> httpx.Client:

@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import json
 
-import yaml
 from typer.testing import CliRunner
 
 from treedist.cli import app
-from treedist.local.launcher import free_port
+
+from tests.fixtures.deployments import unreachable_deployment
 
 
 def test_status_marks_unreachable_clusters_and_waiting_links(tmp_path):
-    config = tmp_path / "deployment.yaml"
-    config.write_text(yaml.safe_dump({
-        "clusters": {"a": {"bootstrap_servers": f"127.0.0.1:{free_port()}"},
-                     "b": {"bootstrap_servers": f"127.0.0.1:{free_port()}"}},
-        "tree": {"level": 1, "children": ["a", "b"]},
-        "topics": {"names": ["x"]},
-        "checkpoint_location": str(tmp_path / "checkpoints"),
-    }))
+    config = unreachable_deployment(tmp_path)
     result = CliRunner().invoke(app, ["status", "-c", str(config), "--json"])
     assert result.exit_code == 0, result.output
     snap = json.loads(result.output)
