@@ -314,7 +314,7 @@ class DistributorReader(DataSourceStreamReader):
         """Driver: how long this batch's tasks linger (`treedist.records.ahead`, "Lingering"):
         the plan's `task_linger_s`, none in exactly_once (no copying ahead there) nor once the
         query was marked stopping (its batch in flight then ends soon)."""
-        if self.plan.task_linger_s <= 0 or self.plan.delivery == "exactly_once" or not self.plan.copy_ahead:
+        if not self.plan.lingers:
             return 0.0
         return 0.0 if ahead.is_stopping(self.plan.live_targets) else self.plan.task_linger_s
 

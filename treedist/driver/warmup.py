@@ -52,8 +52,7 @@ def start(spark: SparkSession, deployment: Deployment) -> threading.Thread | Non
         return None
     # The settings the queries' first tasks take their consumer with: lingering ones batch
     # their fetches (treedist.records.task, `lingering_consumer_settings`).
-    consumers = [lingering_consumer_settings(p.consumer) if p.task_linger_s > 0 and p.delivery != EXACTLY_ONCE
-                 else dict(p.consumer) for p in plans]
+    consumers = [lingering_consumer_settings(p.consumer) if p.lingers else dict(p.consumer) for p in plans]
     # exactly_once tasks build a transactional producer each: no kept producer to warm.
     kept = plans[0].delivery != EXACTLY_ONCE
     producers = {k: dict(v) for k, v in (plans[0].warm_producers or {}).items()} if kept else {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
-from treedist.records.transactions import deployment_key
+from treedist.records.transactions import EXACTLY_ONCE, deployment_key
 from treedist.spark import checkpoint_fs, options
 from treedist.topology.flags import MalformedFlagsPolicy
 from treedist.topology.naming import Naming
@@ -100,6 +100,12 @@ class ClusterPlan:
     # `distributor.copy_ahead`: whether this query's tasks copy ahead (treedist.records.ahead);
     # False: the planner gives every task an ahead limit of 0 and makes no intents directory.
     copy_ahead: bool = True
+
+    @property
+    def lingers(self) -> bool:
+        """Whether this query's tasks may linger (treedist.records.ahead, "Lingering"): a
+        `task_linger_s`, copying ahead on, and not exactly_once (no copying ahead there)."""
+        return self.task_linger_s > 0 and self.copy_ahead and self.delivery != EXACTLY_ONCE
 
     @property
     def store(self) -> checkpoint_fs.Store:

@@ -157,8 +157,9 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             plan.on_uncopyable, plan.dead_letter_topic, explicit_limit=plan.max_record_bytes is not None,
         )
         intents = ahead.Intents.of(plan.checkpoint, plan.store)
-        beyond: dict | None = {} if copies_ahead(plan, task) and intents.visible() else None
-        if beyond is None and task.batch and intents.visible():
+        visible = bool(task.batch) and intents.visible()
+        beyond: dict | None = {} if visible and copies_ahead(plan, task) else None
+        if visible and beyond is None:
             reset_intents(task, intents)
         read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
         if beyond is not None:
