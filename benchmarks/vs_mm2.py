@@ -196,8 +196,7 @@ def favours(args, rounds: list[dict], rate_mode: bool) -> tuple[list[str], list[
                    "and the measured window follows a warm-up until every contender has caught up (start-up apart)")
         fav.append("mm2, loop (CPU per copy): treedist's micro-batches cost a fixed CPU each (2 to 4 queries, a batch "
                    "every 100 ms or back to back), so at low rates its CPU per copy is mostly that fixed cost")
-        if any(d.startswith("task_linger=") and d.split("=", 1)[1].strip() not in ("0", "0s", "0ms")
-               for d in (args.distributor or [])):
+        if contenders.lingers(distributor_settings(args.distributor or [])):
             fav.append("nobody (lingering): treedist's lingering tasks' consumers batch their fetches "
                        "(fetch.min.bytes 64 KiB, fetch.wait.max.ms 50: treedist.kafka.clients.LINGERING_CONSUMER), "
                        "and so do the loop's in such a run (the same settings; before 2026-11-27 04:00 the loop kept "

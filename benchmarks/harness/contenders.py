@@ -158,9 +158,16 @@ def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, 
     if contender == "loop":
         # "The same client settings as treedist": when treedist's tasks linger, their consumers
         # batch their fetches (treedist.kafka.clients.lingering_consumer_settings), so the loop's do too.
-        linger = str((distributor or {}).get("task_linger", "0")).strip()
-        return _loops(scenario, boot, topic, partitions, workdir, run_id, lingering=linger not in ("0", "0s", "0ms", "0.0"))
+        return _loops(scenario, boot, topic, partitions, workdir, run_id, lingering=lingers(distributor))
     raise ValueError(contender)
+
+
+def lingers(distributor: dict | None) -> bool:
+    """Whether treedist's tasks linger under this `distributor` block (`task_linger` parsed as
+    the deployment parses it: 1s, 500ms, 0.5, ...)."""
+    from treedist.config.durations import parse_duration_or_zero
+
+    return parse_duration_or_zero((distributor or {}).get("task_linger", 0)) > 0
 
 
 def _loops(scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path,

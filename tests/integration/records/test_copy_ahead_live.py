@@ -37,14 +37,19 @@ def _position(end: dict, tp: TopicPartitionKey) -> int:
     return LevelPositions.from_dict(end).levels[1].get(tp)
 
 
+def _deployment(bootstrap, topic, tmp_path, **distributor):
+    """c1 -> c2 copying `topic`, its checkpoints in `tmp_path`/ck."""
+    return parse_deployment(
+        local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "ck"), distributor=distributor),
+        "<test>",
+    )
+
+
 def _setup(local_kafka, topic, tmp_path, **distributor):
     """c1 -> c2, one partition; c1's plan, its checkpoint directory and its planner."""
     bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
     create_topic_everywhere(bootstrap, topic, 1)
-    deployment = parse_deployment(
-        local_deployment(bootstrap, topics=[topic], checkpoint_location=str(tmp_path / "ck"), distributor=distributor),
-        "<test>",
-    )
+    deployment = _deployment(bootstrap, topic, tmp_path, **distributor)
     plan = plan_cluster(deployment, "c1")
     Path(plan.checkpoint).mkdir(parents=True)  # Spark creates it before the first batch
     return bootstrap, deployment, plan, DistributorReader(plan, counters=None), TopicPartitionKey(topic, 0)
@@ -207,9 +212,7 @@ def test_a_replay_that_does_not_copy_ahead_clears_the_intents_a_dead_attempt_lef
     _produce(bootstrap["c1"], unique_topic, 100, 50)
     ahead.Intents.of(plan.checkpoint, plan.store).write(task.batch, [(tp, 100, 150)])
 
-    off = parse_deployment(local_deployment({c: local_kafka.bootstrap[c] for c in ("c1", "c2")}, topics=[unique_topic],
-                                            checkpoint_location=str(tmp_path / "ck"), distributor={"copy_ahead": False}),
-                           "<test>")
+    off = _deployment(bootstrap, unique_topic, tmp_path, copy_ahead=False)  # the restart's deployment
     plan_off = plan_cluster(off, "c1")
     replanner = DistributorReader(plan_off, counters=None)
     [replay] = replanner.partitions(start, end)
