@@ -175,7 +175,8 @@ def change(client: EtcdClient, keys: Keys, assignments: Sequence[str],
 def replace(client: EtcdClient, keys: Keys, spec: Mapping[str, Any], expected: int | None,
             allow_unsafe_spark_conf: bool = False, check: Check | None = None,
             stored: Mapping[str, Any] | None = None) -> tuple[Deployment, int]:
-    """Steps 3-4 (also `config push`: `expected` None means "whatever is stored").
+    """Steps 3-4 (also `config push`: `expected` None means "whatever is stored", or with
+    `check`, what is stored when the check reads it).
     `allow_unsafe_spark_conf` is the flag of the file of the command making the change;
     `stored`: the stored spec `check` compares with (read here when not given)."""
     # raises ConfigError naming the field; references checked for form, not resolved (see above)
@@ -184,8 +185,13 @@ def replace(client: EtcdClient, keys: Keys, spec: Mapping[str, Any], expected: i
         if stored is None:
             kv = client.get(keys.config)
             stored = stored_spec(kv, keys) if kv is not None else None
+            if expected is None:
+                # `config push`: the check judged the change against what is stored now, so
+                # write only over that (a change made meanwhile was not checked against it)
+                expected = kv.mod_revision if kv is not None else 0
         check(stored, spec)
-    guard = [Compare.mod_at(keys.config, expected)] if expected is not None else []
+    guard = ([] if expected is None else [Compare.absent(keys.config)] if expected == 0
+             else [Compare.mod_at(keys.config, expected)])
     result = client.txn(guard, [Op.put(keys.config, json.dumps(spec, sort_keys=True))])
     if not result.succeeded:
         raise ControlError(f"{source_name(keys)} changed while this change was made; nothing written: run it again")
