@@ -15,34 +15,31 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
+from pydantic import StrictBool, StrictStr, field_validator
 
 from treedist.config.durations import Duration
+from treedist.config.frozen import Frozen
 
 # Kafka's principal form: <type>:<name> (User:alice, Group:ops); a wildcard name is User:*.
 _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*:.+")
 
 
-class AclSyncConfig(BaseModel):
+class AclSyncConfig(Frozen):
     """`acls`: keep the ACLs of distributed topics the same on every cluster (off by default)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    sync: StrictBool = False
+    """Run ACL sync every `interval` (in the topic-sync unit), as MirrorMaker 2's sync.topic.acls.enabled; every
+    cluster needs an authorizer."""
 
-    sync: StrictBool = Field(
-        default=False,
-        description="Run ACL sync every `interval` (in the topic-sync unit), as MirrorMaker 2's "
-                    "sync.topic.acls.enabled; every cluster needs an authorizer.",
-    )
-    interval: Duration = Field(default=30.0, description="Time between two ACL sync passes (e.g. 30s, 1m).")
-    downgrade_write: StrictBool = Field(
-        default=False,
-        description="An ALLOW of WRITE or ALL on one cluster becomes an ALLOW of READ on the others "
-                    "(MirrorMaker 2 gives remote topics read access only).",
-    )
-    exclude_principals: tuple[StrictStr, ...] = Field(
-        default=(),
-        description="Principals (User:name) whose ACLs are never synced: never created, never changed.",
-    )
+    interval: Duration = 30.0
+    """Time between two ACL sync passes (e.g. 30s, 1m)."""
+
+    downgrade_write: StrictBool = False
+    """An ALLOW of WRITE or ALL on one cluster becomes an ALLOW of READ on the others (MirrorMaker 2 gives remote
+    topics read access only)."""
+
+    exclude_principals: tuple[StrictStr, ...] = ()
+    """Principals (User:name) whose ACLs are never synced: never created, never changed."""
 
     @field_validator("exclude_principals")
     @classmethod

@@ -4,8 +4,9 @@ JSON Schema that `treedist config schema` prints. Pure (no I/O) except `main`.
     .venv/bin/python -m treedist.config.docs -o docs/configuration.md   # regenerate
     .venv/bin/python -m treedist.config.docs --check docs/configuration.md
 
-Every key is documented where it is declared (`Field(description=...)` in treedist/config);
-this module only walks the model: one section per nested model, one table row per key with
+Every key is documented where it is declared, by the docstring under it in treedist/config
+(pydantic makes it the field's description, treedist.config.frozen); this module only walks the
+model: one section per nested model, one table row per key with
 its type, default and description.
 """
 
@@ -40,7 +41,26 @@ def json_schema() -> dict:
         # a section's docstring is written for the code's readers; editors show the
         # description of the key that holds the section
         definition.pop("description", None)
-    return {"$schema": SCHEMA_ID, **schema, "title": TITLE, "description": SUMMARY}
+    return {"$schema": SCHEMA_ID, **_unwrapped(schema), "title": TITLE, "description": SUMMARY}
+
+
+def _unwrapped(schema: object) -> object:
+    """The schema with every description on one line (editors wrap them themselves)."""
+    if isinstance(schema, dict):
+        return {key: _one_line(value) if key == "description" and isinstance(value, str) else _unwrapped(value)
+                for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_unwrapped(item) for item in schema]
+    return schema
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def description(field: FieldInfo) -> str:
+    """A key's description on one line: the docstring it comes from is wrapped to the code's width."""
+    return _one_line(field.description or "")
 
 
 @dataclass(frozen=True)
@@ -63,7 +83,7 @@ def sections() -> list[Section]:
                     continue
                 key = f"{path}.{name}" if path else name
                 seen[nested] = key + suffix
-                found.append(Section(key + suffix, nested, field.description or ""))
+                found.append(Section(key + suffix, nested, description(field)))
                 visit(nested, key + suffix)
 
     visit(Deployment, "")
@@ -97,7 +117,7 @@ def markdown() -> str:
         out += ["| key | type | default | description |", "|---|---|---|---|"]
         for name, field in sec.model.model_fields.items():
             key = f"`{name}`"
-            cells = [key, _type(field.annotation, field, where), _default(field, where), field.description or ""]
+            cells = [key, _type(field.annotation, field, where), _default(field, where), description(field)]
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     return "\n".join(out)
@@ -114,7 +134,7 @@ def _anchor(path: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return _one_line(text).replace("|", "\\|")
 
 
 def _models_in(annotation: object) -> list[tuple[type[BaseModel], str]]:

@@ -15,8 +15,6 @@ from typing import Annotated, Literal, Union
 from pydantic import (
     AfterValidator,
     BeforeValidator,
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     SecretStr,
@@ -34,6 +32,7 @@ from treedist.config.acls import AclSyncConfig
 from treedist.config.control import ControlConfig
 from treedist.config.durations import Duration, DurationOrZero
 from treedist.config.errors import ConfigError
+from treedist.config.frozen import Frozen
 from treedist.locations import check_location
 from treedist.config.offsets import OffsetsConfig
 from treedist.config.secrets import is_secret_key
@@ -65,10 +64,6 @@ ClientValue = Annotated[
 ]
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 VarValue = Annotated[StrictStr, AfterValidator(check_var_value)]
 
 
@@ -78,34 +73,27 @@ class ClusterConfig(Frozen):
     `topic_format` and `vars` are parsed by treedist.topology.naming.
     """
 
-    bootstrap_servers: str = Field(
-        min_length=1,
-        description="The cluster's brokers, `host:port[,host:port...]` (librdkafka's bootstrap.servers).",
-    )
-    client: dict[str, ClientValue] = Field(
-        default_factory=dict,
-        description="librdkafka settings for every client of this cluster (security, timeouts, ...), passed "
-                    "through untouched; values are strings, numbers or booleans. Credentials (keys with "
-                    "password, secret, token, ...) are never printed. `bootstrap.servers` goes in "
-                    "`bootstrap_servers`, not here.",
-    )
-    topic_format: StrictStr = Field(
-        default=DEFAULT_FORMAT,
-        description="How this cluster names the deployment's logical topics: a template with `{topic}` "
-                    "exactly once, other placeholders filled from `vars` (e.g. `{tenant}-{env}-{topic}`). "
-                    "The default keeps the logical name. A physical topic that does not fit is not distributed.",
-    )
-    vars: dict[StrictStr, VarValue] = Field(
-        default_factory=dict, validate_default=True,
-        description="Values of the placeholders of `topic_format` (and of this cluster's "
-                    "`schemas.subject_format`): each placeholder besides `{topic}` needs one.",
-    )
+    bootstrap_servers: str = Field(min_length=1)
+    """The cluster's brokers, `host:port[,host:port...]` (librdkafka's bootstrap.servers)."""
+
+    client: dict[str, ClientValue] = Field(default_factory=dict)
+    """librdkafka settings for every client of this cluster (security, timeouts, ...), passed through untouched;
+    values are strings, numbers or booleans. Credentials (keys with password, secret, token, ...) are never printed.
+    `bootstrap.servers` goes in `bootstrap_servers`, not here."""
+
+    topic_format: StrictStr = DEFAULT_FORMAT
+    """How this cluster names the deployment's logical topics: a template with `{topic}` exactly once, other
+    placeholders filled from `vars` (e.g. `{tenant}-{env}-{topic}`). The default keeps the logical name. A physical
+    topic that does not fit is not distributed."""
+
+    vars: dict[StrictStr, VarValue] = Field(default_factory=dict, validate_default=True)
+    """Values of the placeholders of `topic_format` (and of this cluster's `schemas.subject_format`): each
+    placeholder besides `{topic}` needs one."""
+
     labels: dict[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")],
-                 Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")]] = Field(
-        default_factory=dict,
-        description="Control plane: units whose source is this cluster prefer workers with the same labels "
-                    "(e.g. `dc: eu1`; keys and values of [A-Za-z0-9._-]).",
-    )
+                 Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")]] = Field(default_factory=dict)
+    """Control plane: units whose source is this cluster prefer workers with the same labels (e.g. `dc: eu1`; keys
+    and values of [A-Za-z0-9._-])."""
 
     @field_validator("topic_format")
     @classmethod
@@ -161,32 +149,28 @@ class TopicSyncConfig(Frozen):
     """`topics.sync`: topic metadata sync (treedist.topics), a driver-side background job; the
     keys are described on their fields. Cluster names are checked by the Deployment."""
 
-    enabled: StrictBool = Field(
-        default=True,
-        description="Copy topic creation, partition increases and topic-level configs of the distributed "
-                    "topics between all clusters (a background job of the driver).",
-    )
-    interval: Duration = Field(default=10.0, description="Time between two sync passes.")
-    delete: StrictBool = Field(
-        default=False,
-        description="Propagate deletions: a topic that a cluster had after the previous pass and no longer "
-                    "has is deleted on every cluster. Off, it is created again there: a deletion everywhere "
-                    "cannot be undone, so it is asked for explicitly.",
-    )
-    authority: StrictStr | None = Field(
-        default=None,
-        description="The cluster whose value wins when two clusters change the same config key in one "
-                    "interval. Unset: the first cluster of the file.",
-    )
-    exclude_configs: tuple[StrictStr, ...] = Field(
-        default=(),
-        description="Topic config keys never copied, in addition to MirrorMaker 2's default exclude list.",
-    )
-    replication_factor: dict[StrictStr, Annotated[StrictInt, Field(ge=1, le=32767)]] = Field(
-        default_factory=dict,
-        description="Replication factor per cluster for the topics the sync creates; a cluster not listed "
-                    "gets its brokers' default.",
-    )
+    enabled: StrictBool = True
+    """Copy topic creation, partition increases and topic-level configs of the distributed topics between all
+    clusters (a background job of the driver)."""
+
+    interval: Duration = 10.0
+    """Time between two sync passes."""
+
+    delete: StrictBool = False
+    """Propagate deletions: a topic that a cluster had after the previous pass and no longer has is deleted on every
+    cluster. Off, it is created again there: a deletion everywhere cannot be undone, so it is asked for
+    explicitly."""
+
+    authority: StrictStr | None = None
+    """The cluster whose value wins when two clusters change the same config key in one interval. Unset: the first
+    cluster of the file."""
+
+    exclude_configs: tuple[StrictStr, ...] = ()
+    """Topic config keys never copied, in addition to MirrorMaker 2's default exclude list."""
+
+    replication_factor: dict[StrictStr, Annotated[StrictInt, Field(ge=1, le=32767)]] = Field(default_factory=dict)
+    """Replication factor per cluster for the topics the sync creates; a cluster not listed gets its brokers'
+    default."""
 
     def excluded_configs(self) -> frozenset[str]:
         """MM2's default exclude list plus the user's own keys."""
@@ -203,22 +187,20 @@ class TopicSelection(Frozen):
     Deployment.selects applies this rule to a cluster's physical topic names.
     """
 
-    names: tuple[str, ...] = Field(
-        default=(),
-        description="Logical topic names, selected exactly (always: `exclude` does not apply to them).",
-    )
-    regex: tuple[str, ...] = Field(
-        default=(),
-        description="Full-match regexes over logical topic names; a match is selected unless it matches one "
-                    "of `exclude`. `names` or `regex` must select something.",
-    )
-    exclude: tuple[str, ...] = Field(
-        default=(r"__.*", r"_schemas", r"\..*"),
-        description="Full-match regexes that take topics out of the `regex` matches (never out of `names`). "
-                    "The default keeps internal topics (`__consumer_offsets`, `_schemas`, names starting "
-                    "with a dot) out; setting it replaces the default.",
-    )
-    sync: TopicSyncConfig = Field(default=TopicSyncConfig(), description="Topic metadata sync (docs/topics.md).")
+    names: tuple[str, ...] = ()
+    """Logical topic names, selected exactly (always: `exclude` does not apply to them)."""
+
+    regex: tuple[str, ...] = ()
+    """Full-match regexes over logical topic names; a match is selected unless it matches one of `exclude`. `names`
+    or `regex` must select something."""
+
+    exclude: tuple[str, ...] = (r"__.*", r"_schemas", r"\..*")
+    """Full-match regexes that take topics out of the `regex` matches (never out of `names`). The default keeps
+    internal topics (`__consumer_offsets`, `_schemas`, names starting with a dot) out; setting it replaces the
+    default."""
+
+    sync: TopicSyncConfig = TopicSyncConfig()
+    """Topic metadata sync (docs/topics.md)."""
 
     @field_validator("regex", "exclude")
     @classmethod
@@ -263,9 +245,8 @@ class InnerNodeSpec(Frozen):
         description=f"This node's level ({MIN_LEVEL}..{MAX_LEVEL}), strictly above its children's: every "
                     "cluster under it has a distributor at this level copying to the other child's subtree.",
     )
-    children: tuple["TreeSpec", ...] = Field(
-        description="Exactly two children, each a cluster name (a leaf) or an inner node `{level, children}`.",
-    )
+    children: tuple["TreeSpec", ...]
+    """Exactly two children, each a cluster name (a leaf) or an inner node `{level, children}`."""
 
     @field_validator("children")
     @classmethod
@@ -289,28 +270,30 @@ InnerNodeSpec.model_rebuild()
 class TargetOverride(Frozen):
     """Send the (cluster, level) distributor's copies to another leaf of its sibling subtree."""
 
-    cluster: StrictStr = Field(description="The distributor's source cluster.")
-    level: StrictInt = Field(ge=MIN_LEVEL, le=MAX_LEVEL, description="The distributor's level.")
-    target: StrictStr = Field(
-        description="The leaf of the distributor's sibling subtree that receives its copies instead of the "
-                    "tree's default target.",
-    )
+    cluster: StrictStr
+    """The distributor's source cluster."""
+
+    level: StrictInt = Field(ge=MIN_LEVEL, le=MAX_LEVEL)
+    """The distributor's level."""
+
+    target: StrictStr
+    """The leaf of the distributor's sibling subtree that receives its copies instead of the tree's default
+    target."""
 
 
 class FailoverConfig(Frozen):
     """Switch a link away from a target leaf that has not answered for `after` seconds."""
 
-    after: Duration = Field(
-        description="How long a target leaf may go unanswered (the application probes every 2 s) before "
-                    "its links switch to another answering leaf of the same sibling subtree, from their "
-                    "checkpoints.",
-    )
+    after: Duration
+    """How long a target leaf may go unanswered (the application probes every 2 s) before its links switch to
+    another answering leaf of the same sibling subtree, from their checkpoints."""
 
 
 class FailbackConfig(Frozen):
     """Switch back once the original target has answered again for `after` seconds."""
 
-    after: Duration = Field(description="How long the original target must answer again before links switch back to it.")
+    after: Duration
+    """How long the original target must answer again before links switch back to it."""
 
 
 def _failback(value: object) -> object:
@@ -326,23 +309,18 @@ class TargetsConfig(Frozen):
     """`targets` as a mapping: the overrides plus automatic target failover (`targets` as a
     list is the overrides alone, the original form)."""
 
-    overrides: tuple[TargetOverride, ...] = Field(
-        default=(),
-        description="Per-distributor target overrides (what `targets` as a list holds); at most one per "
-                    "(cluster, level).",
-    )
-    failover: FailoverConfig | None = Field(
-        default=None,
-        description="Automatic target failover within a sibling subtree. Unset: off, a link waits for its target.",
-    )
+    overrides: tuple[TargetOverride, ...] = ()
+    """Per-distributor target overrides (what `targets` as a list holds); at most one per (cluster, level)."""
+
+    failover: FailoverConfig | None = None
+    """Automatic target failover within a sibling subtree. Unset: off, a link waits for its target."""
+
     failback: Annotated[
         FailbackConfig | None,
         BeforeValidator(_failback, json_schema_input_type=Union[Literal["manual"], FailbackConfig, None]),
-    ] = Field(  # None: manual
-        default=None,
-        description="When a failed-over link switches back: `manual` (the default: only a restart or a "
-                    "config change does) or `{after: <duration>}` of the original target answering again.",
-    )
+    ] = None
+    """When a failed-over link switches back: `manual` (the default: only a restart or a config change does) or
+    `{after: <duration>}` of the original target answering again."""
 
 
 def _targets_form(value: object) -> str:
@@ -356,18 +334,16 @@ Targets = Annotated[
 
 
 class SparkConfig(Frozen):
-    master: str = Field(
-        default="local[2,4]",
-        description="Spark master URL: `local[N,F]` runs Spark on this machine with N cores and F attempts "
-                    "per task (so a task failed by a broker error is retried); `spark://host:7077` a standalone "
-                    "cluster (docs/operations.md).",
-    )
-    app_name: str = Field(default="treedist", description="The Spark application's name (Spark UI, logs).")
-    conf: dict[str, str] = Field(
-        default_factory=dict,
-        description="Spark settings on top of treedist's lean defaults (e.g. `spark.cores.max`, "
-                    "`spark.executor.memory`); values are strings.",
-    )
+    master: str = "local[2,4]"
+    """Spark master URL: `local[N,F]` runs Spark on this machine with N cores and F attempts per task (so a task
+    failed by a broker error is retried); `spark://host:7077` a standalone cluster (docs/operations.md)."""
+
+    app_name: str = "treedist"
+    """The Spark application's name (Spark UI, logs)."""
+
+    conf: dict[str, str] = Field(default_factory=dict)
+    """Spark settings on top of treedist's lean defaults (e.g. `spark.cores.max`, `spark.executor.memory`); values
+    are strings."""
 
 
 class RestartsConfig(Frozen):
@@ -376,14 +352,18 @@ class RestartsConfig(Frozen):
     more parks it as failed until the oldest failure leaves the window. Waiting for an
     unreachable cluster is not a failure (treedist.driver.supervision)."""
 
-    max_failures: int = Field(
-        default=5, ge=1,
-        description="Failures within `window` that a link is restarted after; one more parks it as failed "
-                    "until its oldest failure leaves the window. Waiting for an unreachable cluster is not a failure.",
-    )
-    window: Duration = Field(default=600.0, description="The window failures are counted in (e.g. 600, 10m).")
-    backoff: Duration = Field(default=2.0, description="The wait before the first restart; doubled after each failure.")
-    max_backoff: Duration = Field(default=60.0, description="The longest wait before a restart.")
+    max_failures: int = Field(default=5, ge=1)
+    """Failures within `window` that a link is restarted after; one more parks it as failed until its oldest failure
+    leaves the window. Waiting for an unreachable cluster is not a failure."""
+
+    window: Duration = 600.0
+    """The window failures are counted in (e.g. 600, 10m)."""
+
+    backoff: Duration = 2.0
+    """The wait before the first restart; doubled after each failure."""
+
+    max_backoff: Duration = 60.0
+    """The longest wait before a restart."""
 
 
 class DistributorConfig(Frozen):
@@ -391,106 +371,86 @@ class DistributorConfig(Frozen):
     # window's start again on brokers that ignore fetch size limits (noida-db), and the wait for
     # a batch's slowest task: a 1,000,000-record single link went at 135,000 rec/s in batches of
     # 200,000 (the default until 2026-11-25) and 282,000 in one batch.
-    max_records_per_trigger: int = Field(
-        default=1_000_000, gt=0,
-        description="Most records one cluster's query reads in one micro-batch, shared fairly over its "
-                    "partitions. Large because every batch boundary costs a re-fetch and a wait for the "
-                    "slowest task; at low rates batches stay small whatever the limit.",
-    )
-    trigger_interval: DurationOrZero = Field(
-        default=0.1,
-        description="How often a query looks for new records when its last batch found none (under load "
-                    "batches run back to back); 0: as fast as Spark can.",
-    )
+    max_records_per_trigger: int = Field(default=1_000_000, gt=0)
+    """Most records one cluster's query reads in one micro-batch, shared fairly over its partitions. Large because
+    every batch boundary costs a re-fetch and a wait for the slowest task; at low rates batches stay small whatever
+    the limit."""
+
+    trigger_interval: DurationOrZero = 0.1
+    """How often a query looks for new records when its last batch found none (under load batches run back to back);
+    0: as fast as Spark can."""
+
     # Off by default: 1 s measured 2026-11-26 (benchmarks/RESULTS.md, "Lingering tasks"): CPU per
     # copy at 2,000 records/s 313 -> 116 us (single link), 123 -> ~67 us (full sync), latency within
     # targets; but the tree's peak RSS 1,461 -> 1,602 MiB (a Python worker per task thread), and a
     # task's counters (status, progress, metrics) arrive at its end, up to a linger late.
-    task_linger: DurationOrZero = Field(
-        default=0.0,
-        description="How long a query's task keeps tailing its partitions after its windows, copying each "
-                    "run of records as it arrives even without a backlog (`treedist.records.ahead`), so that "
-                    "at low rates a query runs about one micro-batch per linger instead of several per second "
-                    "(Spark's fixed cost per batch). 0 (the default): a task copies ahead only while a backlog keeps "
-                    "arriving. 1s cut CPU per copy at 2,000 records/s by 2.7x, for more memory (a Python worker "
-                    "per task thread) and counters that report at a task's end. "
-                    "A lingering task holds a Spark task slot: with a local master, the application then runs "
-                    "at least one task thread per cluster query. Ends early when the link stops or its targets "
-                    "switch (local executors); not in `delivery: exactly_once` (no copying ahead there).",
-    )
-    copy_ahead: StrictBool = Field(
-        default=True,
-        description="Whether a task also copies the records its fetches brought past its windows' ends, and "
-                    "what keeps arriving while a backlog lasts, instead of leaving them to the next "
-                    "micro-batch, which would fetch them again (`treedist.records.ahead`). false: every record "
-                    "is copied by the batch whose window holds it (what a previous run copied ahead is still "
-                    "honoured). Needed by `task_linger` (lingering copies ahead); never used in "
-                    "`delivery: exactly_once`.",
-    )
-    malformed_flags: MalformedFlagsPolicy = Field(
-        default=MalformedFlagsPolicy.COPY,
-        description="A copy-flag header that does not parse: `copy` treats it as 0, so the record goes to "
-                    "every level and nothing is lost (a copy may arrive twice, which verify reports); `skip` "
-                    "copies nothing of the record; `fail` stops the query naming topic, partition and offset.",
-    )
-    max_record_bytes: int | None = Field(
-        default=None, gt=0,
-        description="A record whose key and value exceed this many bytes cannot be copied (`on_uncopyable` "
-                    "says what happens to it). Unset: each target topic's `max.message.bytes` (read from the "
-                    "target, cached per worker for 5 minutes) less 1 KiB for headers and batch framing, and at "
-                    "most the target client's own `message.max.bytes` (librdkafka's default: 1,000,000) less the "
-                    "same.",
-    )
-    on_uncopyable: Literal["fail", "skip", "dead_letter"] = Field(
-        default="fail",
-        description="A record that cannot be copied (over the size limit): `fail` fails its batch and the "
-                    "link's status names the record (cluster, topic, partition, offset) and why; `skip` leaves "
-                    "it out and counts it (`uncopyable_skipped`); `dead_letter` writes it, with headers naming "
-                    "its origin and the reason, to `dead_letter_topic` on the target, counts it "
-                    "(`dead_lettered`) and copies the rest.",
-    )
-    dead_letter_topic: StrictStr = Field(
-        default="treedist-dead-letter", min_length=1,
-        description="With `on_uncopyable: dead_letter`: the topic on each TARGET cluster that takes the records "
-                    "that could not be copied there (through the same producer, so in `exactly_once` inside the "
-                    "same transaction). Create it on every target, with a `max.message.bytes` as large as the "
-                    "sources' largest record, and leave it out of `topics` (docs/faults.md).",
-    )
-    delivery_timeout_ms: int = Field(
-        default=120_000, gt=0,
-        description="librdkafka's `delivery.timeout.ms` for the distributors' producers, in milliseconds (it "
-                    "overrides the cluster's `client` setting): how long a copy may wait for its target's "
-                    "acknowledgement before the batch fails.",
-    )
-    topic_refresh_seconds: Duration = Field(
-        default=10.0,
-        description="How often at most (seconds, or a duration such as 10s) a query lists its source's "
-                    "topics and partitions again (new topics and partitions are read from their start).",
-    )
-    restarts: RestartsConfig = Field(default=RestartsConfig(), description="Each link's restart budget.")
-    unreachable_after: Duration = Field(
-        default=10.0,
-        description="A link whose source or target has not answered the application's probes (every 2 s) "
-                    "for this long is stopped and waits for it; nothing is counted as a failure.",
-    )
-    mode: Literal["fused"] = Field(
-        default="fused",
-        description="How the copies move; `fused` is the only mode: a cluster's query reads each record "
-                    "once in its executors, applies every level's rule and produces the copies itself, "
-                    "verifying every delivery before the batch commits. The key stays so that files that "
-                    "name it keep loading.",
-    )
-    delivery: Literal["at_least_once", "exactly_once"] = Field(
-        default="at_least_once",
-        description=(
-            "What a fault may cost. 'at_least_once': a batch interrupted by a crash or an outage is "
-            "copied again (duplicates, never loss). 'exactly_once': a task's copies to a target and the "
-            "source positions they cover are committed in one Kafka transaction there, and a replayed "
-            "batch skips what its target already committed (no duplicates); needs transactions on every "
-            "cluster (checked at start) and consumers reading with isolation.level=read_committed "
-            "(docs/faults.md)."
-        ),
-    )
+    task_linger: DurationOrZero = 0.0
+    """How long a query's task keeps tailing its partitions after its windows, copying each run of records as it
+    arrives even without a backlog (`treedist.records.ahead`), so that at low rates a query runs about one
+    micro-batch per linger instead of several per second (Spark's fixed cost per batch). 0 (the default): a task
+    copies ahead only while a backlog keeps arriving. 1s cut CPU per copy at 2,000 records/s by 2.7x, for more
+    memory (a Python worker per task thread) and counters that report at a task's end. A lingering task holds a
+    Spark task slot: with a local master, the application then runs at least one task thread per cluster query. Ends
+    early when the link stops or its targets switch (local executors); not in `delivery: exactly_once` (no copying
+    ahead there)."""
+
+    copy_ahead: StrictBool = True
+    """Whether a task also copies the records its fetches brought past its windows' ends, and what keeps arriving
+    while a backlog lasts, instead of leaving them to the next micro-batch, which would fetch them again
+    (`treedist.records.ahead`). false: every record is copied by the batch whose window holds it (what a previous
+    run copied ahead is still honoured). Needed by `task_linger` (lingering copies ahead); never used in `delivery:
+    exactly_once`."""
+
+    malformed_flags: MalformedFlagsPolicy = MalformedFlagsPolicy.COPY
+    """A copy-flag header that does not parse: `copy` treats it as 0, so the record goes to every level and nothing
+    is lost (a copy may arrive twice, which verify reports); `skip` copies nothing of the record; `fail` stops the
+    query naming topic, partition and offset."""
+
+    max_record_bytes: int | None = Field(default=None, gt=0)
+    """A record whose key and value exceed this many bytes cannot be copied (`on_uncopyable` says what happens to
+    it). Unset: each target topic's `max.message.bytes` (read from the target, cached per worker for 5 minutes) less
+    1 KiB for headers and batch framing, and at most the target client's own `message.max.bytes` (librdkafka's
+    default: 1,000,000) less the same."""
+
+    on_uncopyable: Literal["fail", "skip", "dead_letter"] = "fail"
+    """A record that cannot be copied (over the size limit): `fail` fails its batch and the link's status names the
+    record (cluster, topic, partition, offset) and why; `skip` leaves it out and counts it (`uncopyable_skipped`);
+    `dead_letter` writes it, with headers naming its origin and the reason, to `dead_letter_topic` on the target,
+    counts it (`dead_lettered`) and copies the rest."""
+
+    dead_letter_topic: StrictStr = Field(default="treedist-dead-letter", min_length=1)
+    """With `on_uncopyable: dead_letter`: the topic on each TARGET cluster that takes the records that could not be
+    copied there (through the same producer, so in `exactly_once` inside the same transaction). Create it on every
+    target, with a `max.message.bytes` as large as the sources' largest record, and leave it out of `topics`
+    (docs/faults.md)."""
+
+    delivery_timeout_ms: int = Field(default=120_000, gt=0)
+    """librdkafka's `delivery.timeout.ms` for the distributors' producers, in milliseconds (it overrides the
+    cluster's `client` setting): how long a copy may wait for its target's acknowledgement before the batch
+    fails."""
+
+    topic_refresh_seconds: Duration = 10.0
+    """How often at most (seconds, or a duration such as 10s) a query lists its source's topics and partitions again
+    (new topics and partitions are read from their start)."""
+
+    restarts: RestartsConfig = RestartsConfig()
+    """Each link's restart budget."""
+
+    unreachable_after: Duration = 10.0
+    """A link whose source or target has not answered the application's probes (every 2 s) for this long is stopped
+    and waits for it; nothing is counted as a failure."""
+
+    mode: Literal["fused"] = "fused"
+    """How the copies move; `fused` is the only mode: a cluster's query reads each record once in its executors,
+    applies every level's rule and produces the copies itself, verifying every delivery before the batch commits.
+    The key stays so that files that name it keep loading."""
+
+    delivery: Literal["at_least_once", "exactly_once"] = "at_least_once"
+    """What a fault may cost. 'at_least_once': a batch interrupted by a crash or an outage is copied again
+    (duplicates, never loss). 'exactly_once': a task's copies to a target and the source positions they cover are
+    committed in one Kafka transaction there, and a replayed batch skips what its target already committed (no
+    duplicates); needs transactions on every cluster (checked at start) and consumers reading with
+    isolation.level=read_committed (docs/faults.md)."""
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -517,28 +477,22 @@ class SchemasConfig(Frozen):
     copied from its `_schemas` topic to every other cluster's, subjects translated. Cluster
     names are checked by the Deployment."""
 
-    primary: StrictStr = Field(
-        description="The cluster whose registry takes registrations; its `_schemas` topic is copied to "
-                    "every other cluster's.",
-    )
-    registries: dict[StrictStr, StrictStr] = Field(
-        default_factory=dict,
-        description="Registry URL (http or https) per cluster, for clients and `treedist schemas diff`.",
-    )
-    subject_format: dict[StrictStr, StrictStr] = Field(
-        default_factory=dict,
-        description="A cluster's subject naming where it differs from its `topic_format` (same placeholders, "
-                    "values from the cluster's `vars`).",
-    )
-    topic: StrictStr = Field(
-        default="_schemas",
-        description="The registries' storage topic (Confluent's `kafkastore.topic`).",
-    )
-    allowed_hosts: tuple[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._:\[\]-]+$")], ...] = Field(
-        default=(),
-        description="Host names `treedist registry serve` answers besides loopback and the host of its own "
-                    "URL in `registries` (a name behind a proxy or load balancer); other hosts get 421.",
-    )
+    primary: StrictStr
+    """The cluster whose registry takes registrations; its `_schemas` topic is copied to every other cluster's."""
+
+    registries: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    """Registry URL (http or https) per cluster, for clients and `treedist schemas diff`."""
+
+    subject_format: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    """A cluster's subject naming where it differs from its `topic_format` (same placeholders, values from the
+    cluster's `vars`)."""
+
+    topic: StrictStr = "_schemas"
+    """The registries' storage topic (Confluent's `kafkastore.topic`)."""
+
+    allowed_hosts: tuple[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._:\[\]-]+$")], ...] = ()
+    """Host names `treedist registry serve` answers besides loopback and the host of its own URL in `registries` (a
+    name behind a proxy or load balancer); other hosts get 421."""
 
     @field_validator("registries")
     @classmethod
@@ -557,51 +511,52 @@ class SchemasConfig(Frozen):
 
 
 class Deployment(Frozen):
-    clusters: dict[str, ClusterConfig] = Field(
-        min_length=2,
-        description="The Kafka clusters by name (at least two; names of [A-Za-z0-9._-], up to 63 characters); "
-                    "every one is a leaf of `tree`.",
-    )
-    tree: InnerNodeSpec = Field(
-        description="The distribution tree: a binary tree whose leaves are the clusters and whose inner nodes "
-                    "have levels rising toward the root (docs/concepts.md).",
-    )
-    topics: TopicSelection = Field(description="Which logical topics are distributed, and topic metadata sync.")
-    copy_flags_header: str = Field(
-        default="treedist-copy-flags", min_length=1,
-        description="The record header that carries a copy's flags (the levels it has crossed); a record "
-                    "without it is an original (flags 0).",
-    )
-    origin_header: str = Field(
-        default="treedist-origin", min_length=1,
-        description="The record header a record's first copy gets: its origin cluster/topic/partition/offset.",
-    )
-    checkpoint_location: str = Field(
-        default=".treedist/checkpoints", min_length=1,
-        description="Directory of the streaming checkpoints, one per source cluster: a path (relative to the "
-                    "working directory) or a file://, hdfs:// or s3a:// URI (s3a: the `spark.hadoop.fs.s3a.*` "
-                    "settings in `spark.conf` reach the bucket; treedist.spark.checkpoint_fs). The only record of "
-                    "how far each link got. Without it a link starts again from the earliest offsets, copying "
-                    "every record again (docs/operations.md).",
-    )
-    spark: SparkConfig = Field(default=SparkConfig(), description="The Spark application that runs the distributors.")
-    distributor: DistributorConfig = Field(default=DistributorConfig(), description="How each source cluster's query reads and copies.")
-    targets: Targets = Field(
-        default=(),
-        description="Target overrides as a list of `{cluster, level, target}`, or a mapping "
-                    "`{overrides, failover, failback}` to add automatic target failover.",
-    )
-    offsets: OffsetsConfig = Field(default=OffsetsConfig(), description="Consumer-group offset distribution (docs/offsets.md).")
-    schemas: SchemasConfig | None = Field(
-        default=None,
-        description="Schema distribution (docs/schemas.md). Unset: schemas are not distributed.",
-    )
-    control: ControlConfig | None = Field(  # the control plane on etcd (treedist worker)
-        default=None,
-        description="The control plane on etcd (docs/control-plane.md): the deployment runs on `treedist "
-                    "worker`s instead of `treedist run`. Unset: no control plane.",
-    )
-    acls: AclSyncConfig = Field(default_factory=AclSyncConfig, description="ACL sync of the distributed topics (docs/acls.md).")
+    clusters: dict[str, ClusterConfig] = Field(min_length=2)
+    """The Kafka clusters by name (at least two; names of [A-Za-z0-9._-], up to 63 characters); every one is a leaf
+    of `tree`."""
+
+    tree: InnerNodeSpec
+    """The distribution tree: a binary tree whose leaves are the clusters and whose inner nodes have levels rising
+    toward the root (docs/concepts.md)."""
+
+    topics: TopicSelection
+    """Which logical topics are distributed, and topic metadata sync."""
+
+    copy_flags_header: str = Field(default="treedist-copy-flags", min_length=1)
+    """The record header that carries a copy's flags (the levels it has crossed); a record without it is an original
+    (flags 0)."""
+
+    origin_header: str = Field(default="treedist-origin", min_length=1)
+    """The record header a record's first copy gets: its origin cluster/topic/partition/offset."""
+
+    checkpoint_location: str = Field(default=".treedist/checkpoints", min_length=1)
+    """Directory of the streaming checkpoints, one per source cluster: a path (relative to the working directory) or
+    a file://, hdfs:// or s3a:// URI (s3a: the `spark.hadoop.fs.s3a.*` settings in `spark.conf` reach the bucket;
+    treedist.spark.checkpoint_fs). The only record of how far each link got. Without it a link starts again from the
+    earliest offsets, copying every record again (docs/operations.md)."""
+
+    spark: SparkConfig = SparkConfig()
+    """The Spark application that runs the distributors."""
+
+    distributor: DistributorConfig = DistributorConfig()
+    """How each source cluster's query reads and copies."""
+
+    targets: Targets = ()
+    """Target overrides as a list of `{cluster, level, target}`, or a mapping `{overrides, failover, failback}` to
+    add automatic target failover."""
+
+    offsets: OffsetsConfig = OffsetsConfig()
+    """Consumer-group offset distribution (docs/offsets.md)."""
+
+    schemas: SchemasConfig | None = None
+    """Schema distribution (docs/schemas.md). Unset: schemas are not distributed."""
+
+    control: ControlConfig | None = None
+    """The control plane on etcd (docs/control-plane.md): the deployment runs on `treedist worker`s instead of
+    `treedist run`. Unset: no control plane."""
+
+    acls: AclSyncConfig = Field(default_factory=AclSyncConfig)
+    """ACL sync of the distributed topics (docs/acls.md)."""
 
     @property
     def target_overrides(self) -> tuple[TargetOverride, ...]:

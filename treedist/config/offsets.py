@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import StrictBool, field_validator
 
 from treedist.config.durations import Duration, DurationOrZero
 from treedist.config.durations import parse_duration_or_zero
+from treedist.config.frozen import Frozen
 
 # treedist's own consumer groups: never distributed, whatever `groups.include` says.
 OWN_GROUPS = re.compile(r"treedist-.*")
@@ -32,20 +33,16 @@ def parse_duration_s(value: object) -> float:
     return parse_duration_or_zero(value)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class GroupSelection(_Frozen):
+class GroupSelection(Frozen):
     """Which consumer groups are distributed: a group is selected iff it fully matches one of
     `include` and none of `exclude`; treedist's own groups (`treedist-*`) never are."""
 
-    include: tuple[str, ...] = Field(
-        default=(".*",),
-        description="Full-match regexes: a group is distributed if it matches one (default: every group) "
-                    "and none of `exclude`; treedist's own groups (`treedist-*`) never are.",
-    )
-    exclude: tuple[str, ...] = Field(default=(), description="Full-match regexes of groups never distributed.")
+    include: tuple[str, ...] = (".*",)
+    """Full-match regexes: a group is distributed if it matches one (default: every group) and none of `exclude`;
+    treedist's own groups (`treedist-*`) never are."""
+
+    exclude: tuple[str, ...] = ()
+    """Full-match regexes of groups never distributed."""
 
     @field_validator("include", "exclude")
     @classmethod
@@ -63,31 +60,26 @@ class GroupSelection(_Frozen):
         return any(re.fullmatch(p, group) for p in self.include) and not any(re.fullmatch(p, group) for p in self.exclude)
 
 
-class OffsetsConfig(_Frozen):
-    enabled: StrictBool = Field(
-        default=True,
-        description="Follow the groups' committed offsets on every cluster and commit the matching position "
-                    "on every other cluster (a driver-side job per source cluster).",
-    )
-    mode: Literal["timestamp", "exact"] = Field(
-        default="timestamp",
-        description="How a position is translated: `timestamp` by the last consumed record's timestamp "
-                    "minus `margin` (repeats the records within the margin); `exact` by the consumed "
-                    "records' origins (never skips an unconsumed record, no repeats when a partition's "
-                    "records have one origin; timestamp mode for an entry whose records are gone).",
-    )
-    margin: DurationOrZero = Field(
-        default=60.0,
-        description="Timestamp mode: subtracted once, at the origin, from the last consumed record's "
-                    "timestamp; it covers records that reach another cluster out of timestamp order, at the "
-                    "cost of re-reading the records within it.",
-    )
-    poll_interval: Duration = Field(
-        default=5.0,
-        description="How often each cluster's committed offsets are read (a commit reaches the other "
-                    "clusters within about this).",
-    )
-    groups: GroupSelection = Field(default=GroupSelection(), description="Which consumer groups are distributed.")
+class OffsetsConfig(Frozen):
+    enabled: StrictBool = True
+    """Follow the groups' committed offsets on every cluster and commit the matching position on every other cluster
+    (a driver-side job per source cluster)."""
+
+    mode: Literal["timestamp", "exact"] = "timestamp"
+    """How a position is translated: `timestamp` by the last consumed record's timestamp minus `margin` (repeats the
+    records within the margin); `exact` by the consumed records' origins (never skips an unconsumed record, no
+    repeats when a partition's records have one origin; timestamp mode for an entry whose records are gone)."""
+
+    margin: DurationOrZero = 60.0
+    """Timestamp mode: subtracted once, at the origin, from the last consumed record's timestamp; it covers records
+    that reach another cluster out of timestamp order, at the cost of re-reading the records within it."""
+
+    poll_interval: Duration = 5.0
+    """How often each cluster's committed offsets are read (a commit reaches the other clusters within about
+    this)."""
+
+    groups: GroupSelection = GroupSelection()
+    """Which consumer groups are distributed."""
 
     @property
     def margin_ms(self) -> int:

@@ -33,7 +33,7 @@ def _walk(model: type[BaseModel], path: str, seen: set[type]) -> list[tuple[str,
 def test_every_key_of_the_deployment_has_a_description():
     keys = _walk(Deployment, "", set())
     missing = [key for key, description in keys if not (description and description.strip())]
-    assert missing == [], f"keys without Field(description=...): {missing}"
+    assert missing == [], f"keys without a description (the docstring under the key): {missing}"
 
 
 def test_the_walk_reaches_nested_sections_lists_unions_and_the_tree():
