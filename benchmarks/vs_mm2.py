@@ -75,6 +75,8 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=600.0, help="per run: the drain (or start-up) must end within it")
     p.add_argument("--smoke", action="store_true", help="1 round, 10 s windows, smaller backlog, 5 s warm-up; labelled smoke")
     p.add_argument("--no-save", action="store_true")
+    p.add_argument("--pss", action="store_true",
+                   help="also the peak summed PSS of each contender (smaps_rollup read once a second, contenders only)")
     p.add_argument("--max-seconds", type=float, default=7200.0, help="watchdog for the whole benchmark")
     args = p.parse_args(argv)
     if args.smoke:
@@ -159,6 +161,9 @@ def per_contender(rounds: list[dict], rate_mode: bool) -> dict:
                 "latency_p50_ms_slowest_target": median_and_range([worst(r, "p50_ms") for r in runs]),
                 "latency_p99_ms_slowest_target": median_and_range([worst(r, "p99_ms") for r in runs]),
                 "latency_by_target_last_round": runs[-1]["latency_at_receipt"],
+                "stop_s": median_and_range([r.get("stop_s") for r in runs]),
+                "peak_rss_mib": median_and_range([r.get("peak_rss_mib") for r in runs]),
+                **({"peak_pss_mib": median_and_range([r["peak_pss_mib"] for r in runs])} if "peak_pss_mib" in runs[0] else {}),
             }
             continue
         out[c] = {
@@ -242,7 +247,8 @@ def main(argv=None) -> int:
     rates = [float(r) for r in args.rate.split(",")] if args.rate else []
     started_at = machine()
     workdir = Path(tempfile.mkdtemp(prefix="treedist-vs-mm2-"))
-    meter = TreeMeter(roots={}, interval=0.2).start()
+    meter = TreeMeter(roots={}, interval=0.2, measure_pss=args.pss, pss_interval=1.0,
+                      pss_skip=("broker:", "probe:", "wanproxy")).start()
     clusters = wan = None
     results: dict[str, list[dict]] = {}
     try:

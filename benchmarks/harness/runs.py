@@ -174,6 +174,18 @@ def _figures(ctx: Context, prefix: str, w, copies: int) -> dict:
     }
 
 
+def _peak_memory(ctx: Context, prefix: str) -> dict:
+    """The contender's peak RSS over its run (start-up included), summed over its processes
+    (procs.TreeMeter: JVM spawn clones left out), and the peak summed PSS when the meter reads
+    it (`--pss`); with several roots, the sum of each root's peak."""
+    mib = 1 << 20
+    rss = sum(v for k, v in ctx.meter.peak_rss.items() if k.startswith(prefix))
+    out = {"peak_rss_mib": round(rss / mib)}
+    if ctx.meter.measure_pss:
+        out["peak_pss_mib"] = round(sum(v for k, v in ctx.meter.peak_pss.items() if k.startswith(prefix)) / mib)
+    return out
+
+
 def drain(ctx: Context, contender: str, topic: str, records: int, value_bytes: int, run_id: str) -> dict:
     """Preload `records` on every producing cluster, start the contender, time the drain."""
     sc = ctx.scenario
@@ -287,6 +299,7 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
     probe = subprocess.Popen([sys.executable, "-m", "benchmarks.harness.latency_probe", json.dumps(probe_spec)],
                              cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
     handle = None
+    stop_s = None
     try:
         if probe.stdout.readline().strip() != "ready":
             raise RuntimeError("latency probe did not start")
@@ -335,12 +348,15 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
         handle.check()
     finally:
         if handle is not None:
+            stopping = time.monotonic()
             handle.stop()
+            # while records still arrive at the rate: a lingering task must end its linger early
+            stop_s = round(time.monotonic() - stopping, 2)
         if probe.poll() is None:
             probe.kill()
             probe.wait(10)
     return {"contender": contender, "run_id": run_id, "rate": rate, "sent": sent, "settle": settled,
-            "caught_up_after_launch_s": caught_up_s,
+            "caught_up_after_launch_s": caught_up_s, "stop_s": stop_s, **_peak_memory(ctx, prefix),
             "latency_at_receipt": latency, "measured": _figures(ctx, prefix, TreeMeter.between(mark0, mark1), copies),
             "cpu_seconds_by_process_kind": by_kind,
             "settings": settings}

@@ -29,7 +29,7 @@ def write_deployment(path: Path, bootstrap: dict[str, str], tree: object, topics
 class TreedistRun:
     """One `treedist run -c` (or one_unit) process; `pid` is the root of the tree to measure."""
 
-    def __init__(self, config: Path, log_file: Path, units: list[str] | None = None) -> None:
+    def __init__(self, config: Path, log_file: Path, units: list[str] | None = None, args: tuple[str, ...] = ()) -> None:
         self.log_file = log_file
         self.started = time.monotonic()
         if units:
@@ -38,7 +38,7 @@ class TreedistRun:
         else:
             cli = Path(sys.executable).parent / "treedist"
             command = [str(cli)] if cli.exists() else [sys.executable, "-c", "from treedist.cli import main; main()"]
-            command += ["run", "-c", str(config)]
+            command += ["run", "-c", str(config), *args]
         with open(log_file, "ab") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
