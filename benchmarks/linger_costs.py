@@ -26,6 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from confluent_kafka import KafkaException
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness import contenders
@@ -65,6 +66,19 @@ class Producing(threading.Thread):
             self.sent += produce_at_rate(*self.args, self.rate, 1.0, producer=self.producer)
 
 
+def landings(boot: dict[str, str], topic: str, partitions: int, tries: int = 20) -> list[Landing]:
+    """A landing sampler per cluster; a new topic's partitions have no leader for a moment
+    (NOT_LEADER_FOR_PARTITION), so bounded retries."""
+    for attempt in range(tries):
+        try:
+            return [Landing({b: {topic: partitions}}, 1 << 62) for b in boot.values()]
+        except KafkaException:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.5)
+    return []
+
+
 def one_linger(clusters: LocalClusters, workdir: Path, meter: TreeMeter, linger: str, args) -> dict:
     boot, topic, partitions = dict(clusters.bootstrap), f"linger-{linger}", args.partitions
     scenario = contenders.SCENARIOS["single_link"]
@@ -72,11 +86,10 @@ def one_linger(clusters: LocalClusters, workdir: Path, meter: TreeMeter, linger:
         create_topic(boot[cluster], topic, partitions)
     config = write_deployment(workdir / f"{topic}.yaml", boot, scenario.tree, [topic], workdir / f"ck-{topic}",
                               args.master, distributor={"task_linger": linger})
+    source, landed = landings({"c1": boot["c1"], "c2": boot["c2"]}, topic, partitions)
     port = free_port()
     run = TreedistRun(config, workdir / f"{topic}.log", args=("--metrics-port", str(port)))
     meter.add(topic, run.pid)
-    source = Landing({boot["c1"]: {topic: partitions}}, 1 << 62)
-    landed = Landing({boot["c2"]: {topic: partitions}}, 1 << 62)
     producing = Producing(boot["c1"], topic, partitions, args.rate)
     stop_s = None
     try:
