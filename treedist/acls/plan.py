@@ -62,20 +62,13 @@ class AclRules:
 
 
 @dataclass(frozen=True)
-class Untranslatable:
-    """A key that has no legal physical name on `cluster` (its logical name is too long there)."""
-
-    cluster: str
-    key: Acl
-
-
-@dataclass(frozen=True)
 class AclPlan:
     """`creates`: cluster -> ACLs to create there (physical names), sorted; `untranslatable`:
-    keys some cluster cannot hold; `keys`: cluster -> the keys it holds now."""
+    cluster -> the keys it cannot hold (no legal physical name there: the logical name is too
+    long), sorted, only clusters with some; `keys`: cluster -> the keys it holds now."""
 
     creates: dict[str, tuple[Acl, ...]] = field(default_factory=dict)
-    untranslatable: tuple[Untranslatable, ...] = ()
+    untranslatable: dict[str, tuple[Acl, ...]] = field(default_factory=dict)
     keys: dict[str, frozenset[Acl]] = field(default_factory=dict)
 
     @property
@@ -135,14 +128,16 @@ def plan_acls(observed: Mapping[str, Iterable[Acl]], rules: AclRules) -> AclPlan
     keys = {cluster: cluster_keys(rules, cluster, acls) for cluster, acls in observed.items()}
     union = frozenset().union(*keys.values()) if keys else frozenset()
     creates: dict[str, tuple[Acl, ...]] = {}
-    untranslatable: list[Untranslatable] = []
+    untranslatable: dict[str, tuple[Acl, ...]] = {}
     for cluster in sorted(keys):
-        todo = []
+        todo, cannot = [], []
         for key in sorted(union - keys[cluster]):
             acl = physical(rules, cluster, key)
             if acl is None:
-                untranslatable.append(Untranslatable(cluster, key))
+                cannot.append(key)
             else:
                 todo.append(acl)
         creates[cluster] = tuple(todo)
-    return AclPlan(creates, tuple(untranslatable), keys)
+        if cannot:
+            untranslatable[cluster] = tuple(cannot)
+    return AclPlan(creates, untranslatable, keys)

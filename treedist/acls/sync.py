@@ -66,9 +66,10 @@ class AclSync:
         `raise_errors=False` failures are left in `AclPassResult.errors` for the caller."""
         observed, unreachable = self.observe()  # step 1
         plan = plan_acls(observed, self.rules)  # step 2
-        for miss in plan.untranslatable:
-            log.warning("acl sync: cluster %r cannot hold %s: the name has no legal form under its topic_format",
-                        miss.cluster, miss.key)
+        for cluster, keys in plan.untranslatable.items():
+            for key in keys:
+                log.warning("acl sync: cluster %r cannot hold %s: the name has no legal form under its topic_format",
+                            cluster, key)
         result = AclPassResult(plan, observed, unreachable, dry_run=dry_run)
         if dry_run:
             return result

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import typer
 
-from treedist.cli.common import ConfigOption, JsonOption, console, exit_if_failed, load, print_json, print_skipped
+from treedist.cli.common import (
+    ConfigOption, JsonOption, console, dry_run_option, exit_if_failed, load, print_json, print_skipped,
+)
 
 acls_app = typer.Typer(help="ACLs of the distributed topics across the clusters: diff and sync.", no_args_is_help=True)
 
@@ -45,7 +47,8 @@ def diff_command(config: Path = ConfigOption, as_json: bool = JsonOption) -> Non
         print_json({
             "drift": drift,
             "clusters": {c: {"missing": [_acl_dict(a) for a in acls], "synced": len(plan.keys[c])} for c, acls in missing.items()},
-            "untranslatable": [{"cluster": u.cluster, **_acl_dict(u.key)} for u in plan.untranslatable],
+            "untranslatable": [{"cluster": cluster, **_acl_dict(key)}
+                               for cluster, keys in plan.untranslatable.items() for key in keys],
         })
     else:
         for cluster, acls in missing.items():
@@ -53,18 +56,16 @@ def diff_command(config: Path = ConfigOption, as_json: bool = JsonOption) -> Non
                 console.print(f"{cluster}: [green]in sync[/] ({len(plan.keys[cluster])} synced ACL(s))")
             for acl in acls:
                 console.print(f"{cluster}: [red]missing[/] {acl}")
-        for u in plan.untranslatable:
-            console.print(f"{u.cluster}: [red]cannot hold[/] {u.key} (no legal name under its topic_format)")
+        for cluster, keys in plan.untranslatable.items():
+            for key in keys:
+                console.print(f"{cluster}: [red]cannot hold[/] {key} (no legal name under its topic_format)")
         console.print("[red]ACLs drift[/]" if drift else "[green]every cluster holds the same ACLs[/]")
     if drift:
         raise typer.Exit(1)
 
 
 @acls_app.command("sync")
-def sync_command(
-    config: Path = ConfigOption,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Only print what a pass would create."),
-) -> None:
+def sync_command(config: Path = ConfigOption, dry_run: bool = dry_run_option("create")) -> None:
     """One ACL sync pass: create on each cluster the synced ACLs it lacks; print what it did.
 
     Example: treedist acls sync -c deploy.yaml --dry-run"""

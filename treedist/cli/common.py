@@ -18,6 +18,12 @@ ConfigOption = typer.Option(..., "--config", "-c", help="Deployment YAML file.",
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of tables.")
 
 
+def dry_run_option(does: str) -> Any:
+    """The `--dry-run` flag of a sync command (`topics sync`, `acls sync`): plan one pass, print
+    what it would `does`, change nothing."""
+    return typer.Option(False, "--dry-run", help=f"Only print what a pass would {does}.")
+
+
 def load(config: Path) -> Deployment:
     return load_deployment(config)
 

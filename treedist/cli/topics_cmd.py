@@ -14,7 +14,9 @@ import typer
 from rich import box
 from rich.table import Table
 
-from treedist.cli.common import ConfigOption, JsonOption, console, exit_if_failed, load, print_json, print_skipped
+from treedist.cli.common import (
+    ConfigOption, JsonOption, console, dry_run_option, exit_if_failed, load, print_json, print_skipped,
+)
 
 topics_app = typer.Typer(help="Topic metadata across the clusters: diff and sync.", no_args_is_help=True)
 
@@ -77,10 +79,7 @@ def _print_diff(report, naming, clusters: list[str]) -> None:
 
 
 @topics_app.command("sync")
-def sync_command(
-    config: Path = ConfigOption,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Only print what a pass would change."),
-) -> None:
+def sync_command(config: Path = ConfigOption, dry_run: bool = dry_run_option("change")) -> None:
     """One topic sync pass: create missing topics, add partitions, copy configs; print what it did.
 
     Example: treedist topics sync -c deploy.yaml --dry-run"""
