@@ -39,10 +39,14 @@ class LinkState(str, Enum):
 
 @dataclass(frozen=True)
 class RestartPolicy:
-    max_failures: int = 5
-    window_s: float = 600.0
-    backoff_s: float = 2.0
-    max_backoff_s: float = 60.0
+    """A link's restart budget, from `distributor.restarts` (treedist.driver.startup.restart_policy;
+    its defaults are declared there, in the config, once), and how often an unreachable cluster
+    is probed again."""
+
+    max_failures: int
+    window_s: float
+    backoff_s: float
+    max_backoff_s: float
     probe_s: float = 2.0  # first re-probe of an unreachable cluster; doubles up to max_probe_s
     max_probe_s: float = 30.0
 
@@ -51,7 +55,7 @@ class RestartPolicy:
 class Supervision:
     """One link's supervision state. Every method takes `now` (monotonic seconds)."""
 
-    policy: RestartPolicy = field(default_factory=RestartPolicy)
+    policy: RestartPolicy
     state: LinkState = LinkState.STARTING
     failures: deque = field(default_factory=deque)  # times of counted failures, oldest first
     next_action_at: float = 0.0

@@ -58,7 +58,8 @@ def test_a_link_waits_for_a_target_that_is_down_and_resumes_with_nothing_lost(sp
         bootstrap = clusters.bootstrap
         create_topic_everywhere(bootstrap, unique_topic, 2)
         deployment = _deployment(bootstrap, unique_topic, tmp_path / "cp", delivery_timeout_ms=4000)
-        policy = RestartPolicy(max_failures=1, window_s=600, backoff_s=0.5, probe_s=0.5, max_probe_s=2.0)
+        policy = RestartPolicy(max_failures=1, window_s=600, backoff_s=0.5, max_backoff_s=60.0,
+                               probe_s=0.5, max_probe_s=2.0)
         app = DistributionApp(deployment, spark, policy=policy)
         app.start()
         try:
