@@ -91,8 +91,8 @@ class ClusterPlan:
     # the topic on each target that dead_letter writes to.
     on_uncopyable: str = "fail"
     dead_letter_topic: str = "treedist-dead-letter"
-    # The `fs.s3a.*` settings of `spark.conf`: how planners and executors reach an s3a://
-    # checkpoint (treedist.spark.checkpoint_fs); empty for other locations' needs.
+    # The settings of `spark.conf` with which planners and executors reach an s3a:// or
+    # hdfs:// checkpoint (`checkpoint_fs.store_options`: fs.s3a.*, WebHDFS's address and user).
     checkpoint_options: Mapping[str, str] | None = None
     # `distributor.task_linger` in seconds: how long a task keeps copying ahead without a
     # backlog (treedist.records.ahead, "Lingering"); 0: only while a backlog keeps arriving.
@@ -183,7 +183,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         max_records_per_trigger=settings.max_records_per_trigger,
         topic_refresh_seconds=settings.topic_refresh_seconds,
         checkpoint=checkpoint_fs.join(checkpoint_root(deployment), "messages", cluster),
-        checkpoint_options=checkpoint_fs.s3a_options(deployment.spark.conf),
+        checkpoint_options=checkpoint_fs.store_options(deployment.spark.conf),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
         deployment_key=deployment_key(checkpoint_root(deployment)),
         max_tasks=max_tasks,

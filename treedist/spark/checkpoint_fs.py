@@ -43,6 +43,9 @@ from treedist.spark.errors import SparkLayerError
 
 # spark.conf keys (`spark.hadoop.` + the Hadoop key) that pyarrow's S3FileSystem needs.
 _S3A_PREFIX = "spark.hadoop.fs.s3a."
+# ... and the Hadoop keys a Store on hdfs:// reads (treedist.spark.webhdfs, which imports
+# pyarrow: not imported here, so that a process with local checkpoints does not pay for it).
+_HDFS_KEYS = ("dfs.namenode.http-address", "hadoop.user.name")
 
 
 class CheckpointStoreError(SparkLayerError):
@@ -70,10 +73,16 @@ def is_remote(location: str) -> bool:
     return scheme(str(location)) in ("hdfs", "s3a")
 
 
-def s3a_options(spark_conf: Mapping[str, str]) -> dict[str, str]:
-    """The `fs.s3a.*` settings of a deployment's `spark.conf` (the Hadoop keys, prefix
-    `spark.hadoop.` removed): what a Store needs to reach the bucket the JVM writes to."""
-    return {k[len("spark.hadoop."):]: str(v) for k, v in spark_conf.items() if k.startswith(_S3A_PREFIX)}
+def store_options(spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """The settings of a deployment's `spark.conf` a Store needs (the Hadoop keys, prefix
+    `spark.hadoop.` removed): `fs.s3a.*` to reach the bucket the JVM writes to; the
+    namenode's WebHDFS address and the user for an hdfs:// location (treedist.spark.webhdfs)."""
+    out = {}
+    for key, value in spark_conf.items():
+        hadoop_key = key[len("spark.hadoop."):]
+        if key.startswith(_S3A_PREFIX) or (key.startswith("spark.hadoop.") and hadoop_key in _HDFS_KEYS):
+            out[hadoop_key] = str(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,7 @@ class Store:
     Paths given to the methods are full locations (`join(root, ...)`): plain paths for a
     local root, URIs of the root's scheme otherwise."""
 
-    options: Mapping[str, str] = field(default_factory=dict)  # fs.s3a.* (s3a only)
+    options: Mapping[str, str] = field(default_factory=dict)  # store_options: fs.s3a.*, WebHDFS's
 
     # -- the operations (each raises CheckpointStoreError naming the path, except where said) --
 
@@ -119,6 +128,17 @@ class Store:
             except OSError as err:
                 raise CheckpointStoreError(f"{path}: {err}") from None
             return
+        if scheme(path) == "hdfs":
+            # A CREATE there replaces the file with an empty one being written, which a
+            # reader could see: a temporary file, then HDFS's atomic rename over the target.
+            tmp = join(path.rpartition("/")[0], f".{path.rpartition('/')[2]}.{tmp_suffix}.tmp")
+            self._put(tmp, text.encode("utf-8"))
+            fs, key = self._fs(path)
+            try:
+                fs.move(self._fs(tmp)[1], key)
+            except OSError as err:
+                raise CheckpointStoreError(f"{path}: {err}") from None
+            return
         self._put(path, text.encode("utf-8"))
 
     def overwrite(self, path: str, data: bytes) -> None:
@@ -135,7 +155,8 @@ class Store:
         (docs/performance.md, "Lingering tasks"). What is given up: a reader racing a writer,
         or a machine crash mid-write, may see a mix of old and new bytes; so may a reader
         after a process crash between the pwrite and the cut of a longer earlier content (the
-        new bytes, then the old tail). Neither is fsynced, as before. A short pwrite raises."""
+        new bytes, then the old tail). Neither is fsynced, as before. A short pwrite raises.
+        On HDFS one CREATE that overwrites (no rename: the same reasoning)."""
         if is_remote(path):
             self._put(path, data)
             return
@@ -263,8 +284,10 @@ def _open(found: str | None, authority: str, options: Mapping[str, str], path: s
             return pafs.S3FileSystem(**kwargs)
         except (OSError, ValueError) as err:
             raise CheckpointStoreError(f"{path}: pyarrow's S3 file system cannot start: {err}") from None
-    host, _, port = authority.partition(":")
-    try:
-        return pafs.HadoopFileSystem(host or "default", int(port) if port else 0)
-    except (OSError, ValueError) as err:  # no libhdfs / libjvm / Hadoop CLASSPATH on this host
-        raise CheckpointStoreError(f"{path}: pyarrow's HadoopFileSystem cannot start here: {str(err).splitlines()[0]}") from None
+    from treedist.spark import webhdfs
+
+    try:  # hdfs: WebHDFS, which needs no libhdfs and no JVM
+        base = webhdfs.http_address(authority, options)
+    except ValueError as err:
+        raise CheckpointStoreError(f"{path}: {err}") from None
+    return pafs.PyFileSystem(webhdfs.WebHdfs(base, webhdfs.user(options)))
