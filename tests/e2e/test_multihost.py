@@ -7,6 +7,9 @@ status), and every record reaches every cluster exactly once (`treedist verify -
 Faults on the cluster: the link between the bridge and one worker's host down for 30 s, and
 every process of one worker's host SIGKILLed, mid-stream: nothing missing, duplicates allowed.
 
+Across a WAN (treedist.local.wanproxy, 40 ms round trip between two data centres): one driver
+in dc1, and one `treedist worker` per data centre, each running the units of its own clusters.
+
 Measured and printed (and written to `<bed>/measurements.json`): the time from the driver's
 launch to the first copy on every cluster, and the peak resident memory per host (the sum
 over the host's processes, sampled every second)."""
@@ -393,3 +396,150 @@ def test_the_tree_across_a_40_ms_wan_copies_every_record_once(tmp_path):
         assert verify.returncode == 0, verify.stdout + verify.stderr
     finally:
         wan.stop()
+
+
+WAN_DCS = {"dc1": ["c1", "c2"], "dc2": ["c3", "c4"]}
+# Each worker resolves its clusters' bootstrap servers from its own environment (secrets'
+# `${env:...}` references, resolved where the worker runs): the live config in etcd is one for
+# both, the addresses are those of each worker's data centre (its own clusters direct, the
+# other's through the WAN proxy), as DNS would give them in two real data centres.
+WAN_BOOTSTRAP_ENV = "TD_WAN_{}"
+
+
+class WorkerSampler:
+    """Per worker (`pid`): the peak RSS of its process tree (the worker, its Spark JVM, its
+    Python workers) sampled every second, and when its `/metrics` first counted a copy."""
+
+    def __init__(self, workers: dict[str, tuple[int, int]], every_s: float = 1.0) -> None:
+        from treedist.control.procstat import tree_usage
+
+        self.workers, self.every_s, self._usage = workers, every_s, tree_usage  # name -> (pid, metrics port)
+        self.peak_rss = {name: 0 for name in workers}
+        self.first_copy_at: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="worker-sampler", daemon=True)
+
+    def __enter__(self) -> "WorkerSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _copied(self, port: int) -> float:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+                text = answer.read().decode()
+        except OSError:
+            return 0.0  # not serving yet (Spark starting)
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("treedist_records_copied_total{"))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for name, (pid, port) in self.workers.items():
+                self.peak_rss[name] = max(self.peak_rss[name], self._usage(pid)[1])
+                if name not in self.first_copy_at and self._copied(port) > 0:
+                    self.first_copy_at[name] = time.monotonic()
+            self._stop.wait(self.every_s)
+
+
+def _placed_by_dc(snapshot: dict) -> bool:
+    """Every messages unit runs (claimed and assigned) on the worker of its source's data centre."""
+    units = {u["unit"]: u for u in snapshot["units"]}
+    return set(units) == {f"messages/{c}" for c in CLUSTERS} and all(
+        u["running_on"] == u["assigned_to"] == f"worker-{dc}"
+        for dc, members in WAN_DCS.items() for c in members for u in [units[f"messages/{c}"]])
+
+
+def test_one_worker_per_data_centre_runs_its_own_sources_across_the_wan(etcd, tmp_path):
+    """The WAN of the test above, with the control plane: `treedist worker` in each data
+    centre (labels dc=dc1 / dc=dc2, the clusters labelled the same, `control.affinity`, one
+    etcd). Each worker reaches its own clusters directly and the other's through the proxy.
+    The leader places every `messages/<cluster>` unit on the worker of its source's data centre
+    (read from etcd's assignments and claims, and from each worker's own view): a level-3 link
+    reads its source locally and writes across the WAN. Records produced on every cluster
+    before and while the workers run reach every cluster exactly once (verify --strict).
+    Printed: each worker's time from launch to its first copy, and its peak RSS."""
+    from treedist.control.etcd import EtcdClient
+    from treedist.control.keys import Keys
+    from treedist.control.status import control_snapshot
+    from treedist.local.launcher import free_port
+    from treedist.local.wanproxy import TwoDataCentres
+    from treedist.local.workers import LocalWorkers
+
+    wan = TwoDataCentres.start(tmp_path / "wan", WAN_DCS, delay_ms=20.0)
+    client = EtcdClient([etcd.client_url])
+    pool = LocalWorkers(tmp_path / "deployment.yaml", tmp_path / "workers")
+    try:
+        topic = f"wan-workers-{uuid.uuid4().hex[:8]}"
+        create_topic_everywhere(wan.direct, topic, PARTITIONS)
+        keys = Keys(f"/wan-{uuid.uuid4().hex[:8]}")
+        common = {"topics": [topic], "checkpoint_location": str(tmp_path / "checkpoints"),
+                  "distributor": {"trigger_interval": "500 milliseconds"}, "offsets": {"enabled": False}}
+        spec = local_deployment({c: "${env:" + WAN_BOOTSTRAP_ENV.format(c.upper()) + "}" for c in CLUSTERS}, **common,
+                                control={"etcd": [etcd.client_url], "prefix": keys.prefix, "lease_ttl": "10s",
+                                         "affinity": True, "report_interval": "1s",
+                                         "rebalance": {"cooldown": "5s"}})
+        for c in CLUSTERS:
+            spec["clusters"][c]["labels"] = {"dc": wan.dc_of(c)}
+        spec["topics"]["sync"] = {"enabled": False}
+        (tmp_path / "deployment.yaml").write_text(yaml.safe_dump(spec))
+        # verify reads every cluster directly (the test's own view, not a data centre's)
+        direct = local_deployment(wan.direct, **common)
+        direct["topics"]["sync"] = {"enabled": False}
+        (tmp_path / "verify.yaml").write_text(yaml.safe_dump(direct))
+
+        total = produce_concurrently(wan.direct, topic, BEFORE, PARTITIONS)
+        launched, ports = time.monotonic(), {}
+        for dc in WAN_DCS:
+            ports[f"worker-{dc}"] = free_port()
+            pool.start(f"worker-{dc}", labels={"dc": dc},
+                       env={WAN_BOOTSTRAP_ENV.format(c.upper()): address for c, address in wan.view(dc).items()},
+                       args=["--metrics-port", str(ports[f"worker-{dc}"])])
+
+        def alive() -> None:
+            for name, worker in pool.workers.items():
+                assert worker.alive(), f"{name} exited: {_tail(str(worker.output))} {_tail(str(worker.log_file))}"
+
+        with WorkerSampler({n: (w.pid, ports[n]) for n, w in pool.workers.items()}) as sampled:
+            # the control plane's own state: every unit on the worker of its source's data centre,
+            # in etcd (assignment and claim) and in the worker's own view (started there)
+            def placed() -> bool:
+                return _placed_by_dc(control_snapshot(client, keys)) and all(
+                    sorted(pool.workers[f"worker-{dc}"].view()["units"]) == [f"messages/{c}" for c in members]
+                    for dc, members in WAN_DCS.items())
+
+            deadline = time.monotonic() + 240
+            while not placed():
+                alive()
+                assert time.monotonic() < deadline, f"units not placed by data centre in 240 s: {control_snapshot(client, keys)}"
+                time.sleep(0.5)
+            print(f"\nplaced by data centre after {time.monotonic() - launched:.0f} s; "
+                  f"moves: {control_snapshot(client, keys)['balance'].get('last_moves')}")
+            for dc, members in WAN_DCS.items():
+                view = pool.workers[f"worker-{dc}"].view()
+                assert view["labels"] == {"dc": dc}, view
+                # its level-3 links read here and write to the other data centre
+                level3 = {link: target for link, target in view["targets"].items() if link.endswith("-L3")}
+                assert level3 and all(link.split("-")[0] in members and wan.dc_of(target) != dc
+                                      for link, target in level3.items()), view["targets"]
+
+            total += produce_concurrently(wan.direct, topic, WHILE_RUNNING, PARTITIONS)
+            report = wait_until_complete(parse_deployment(direct), topic, timeout=300, check=alive)
+            assert all((c.missing, c.unexpected, c.duplicated) == (0, 0, 0) and c.records == total
+                       for c in report.clusters), report
+            assert _placed_by_dc(control_snapshot(client, keys)), control_snapshot(client, keys)  # no unit moved
+        assert all(code == 0 for code in pool.stop_all(grace_s=60).values()), [_tail(str(w.output)) for w in pool.workers.values()]
+        verify = subprocess.run([TREEDIST, "verify", "-c", str(tmp_path / "verify.yaml"), "--topic", topic, "--strict"],
+                                capture_output=True, text=True, timeout=300)
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+    finally:
+        pool.stop_all(grace_s=60)  # a worker already stopped is not signalled again
+        client.close()
+        wan.stop()
+
+    measured = {name: {"time_to_first_copy_s": round(sampled.first_copy_at[name] - launched, 1) if name in sampled.first_copy_at else None,
+                       "peak_rss_mib": round(sampled.peak_rss[name] / 2**20)} for name in pool.workers}
+    print(f"WAN, one worker per data centre ({total} records): {json.dumps(measured)}")
