@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -445,6 +446,24 @@ class WorkerSampler:
             self._stop.wait(self.every_s)
 
 
+def _peer_ports(root: int) -> set[int]:
+    """Remote ports of the established TCP connections of `root`'s process tree (the worker,
+    its Spark JVM, its Python workers), from `ss -tnp`."""
+    from treedist.control.procstat import all_processes
+
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in all_processes().items():
+        children.setdefault(ppid, []).append(pid)
+    tree, todo = set(), [root]
+    while todo:
+        tree.add(pid := todo.pop())
+        todo.extend(children.get(pid, ()))
+    table = subprocess.run(["ss", "-Htnp", "state", "established"], capture_output=True, text=True, timeout=30,
+                           check=True).stdout
+    return {int(line.split()[3].rsplit(":", 1)[1]) for line in table.splitlines()
+            if tree & {int(pid) for pid in re.findall(r"pid=(\d+)", line)}}
+
+
 def _placed_by_dc(snapshot: dict) -> bool:
     """Every messages unit runs (claimed and assigned) on the worker of its source's data centre."""
     units = {u["unit"]: u for u in snapshot["units"]}
@@ -531,6 +550,14 @@ def test_one_worker_per_data_centre_runs_its_own_sources_across_the_wan(etcd, tm
             assert all((c.missing, c.unexpected, c.duplicated) == (0, 0, 0) and c.records == total
                        for c in report.clusters), report
             assert _placed_by_dc(control_snapshot(client, keys)), control_snapshot(client, keys)  # no unit moved
+            # each worker reaches its own clusters directly and the other's only through the WAN
+            port = {c: int(address.rsplit(":", 1)[1]) for c, address in wan.direct.items()}
+            proxy_port = {c: int(address.rsplit(":", 1)[1]) for c, address in wan.proxied.items()}
+            for dc, members in WAN_DCS.items():
+                peers = _peer_ports(pool.workers[f"worker-{dc}"].pid)
+                remote = [c for c in CLUSTERS if c not in members]
+                assert {port[c] for c in members} <= peers and not {port[c] for c in remote} & peers, (dc, peers)
+                assert {proxy_port[c] for c in remote} & peers, (dc, peers)  # its level-3 links write across
         assert all(code == 0 for code in pool.stop_all(grace_s=60).values()), [_tail(str(w.output)) for w in pool.workers.values()]
         verify = subprocess.run([TREEDIST, "verify", "-c", str(tmp_path / "verify.yaml"), "--topic", topic, "--strict"],
                                 capture_output=True, text=True, timeout=300)
