@@ -50,16 +50,15 @@ DRIVER_UI_PORT = 4040  # free: the driver host runs nothing else
 TREEDIST = str(Path(sys.executable).with_name("treedist"))
 
 
-class RssSampler:
-    """Samples each host's summed RSS every `every_s` seconds; keeps the peak per host."""
+class Sampler:
+    """Calls `sample()` every `every_s` seconds in a thread, from entering the block to leaving it."""
 
-    def __init__(self, bed, every_s: float = 1.0) -> None:
-        self.bed, self.every_s = bed, every_s
-        self.peak = {host: 0 for host in HOSTS}
+    def __init__(self, every_s: float = 1.0) -> None:
+        self.every_s = every_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self):
         self._thread.start()
         return self
 
@@ -69,9 +68,24 @@ class RssSampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for host in HOSTS:
-                self.peak[host] = max(self.peak[host], self.bed.rss_bytes(host))
+            self.sample()
             self._stop.wait(self.every_s)
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+
+class RssSampler(Sampler):
+    """Samples each host's summed RSS every `every_s` seconds; keeps the peak per host."""
+
+    def __init__(self, bed, every_s: float = 1.0) -> None:
+        super().__init__(every_s)
+        self.bed = bed
+        self.peak = {host: 0 for host in HOSTS}
+
+    def sample(self) -> None:
+        for host in HOSTS:
+            self.peak[host] = max(self.peak[host], self.bed.rss_bytes(host))
 
 
 def _get(url: str):
@@ -407,26 +421,17 @@ WAN_DCS = {"dc1": ["c1", "c2"], "dc2": ["c3", "c4"]}
 WAN_BOOTSTRAP_ENV = "TD_WAN_{}"
 
 
-class WorkerSampler:
+class WorkerSampler(Sampler):
     """Per worker (`pid`): the peak RSS of its process tree (the worker, its Spark JVM, its
     Python workers) sampled every second, and when its `/metrics` first counted a copy."""
 
     def __init__(self, workers: dict[str, tuple[int, int]], every_s: float = 1.0) -> None:
         from treedist.control.procstat import tree_usage
 
-        self.workers, self.every_s, self._usage = workers, every_s, tree_usage  # name -> (pid, metrics port)
+        super().__init__(every_s)
+        self.workers, self._usage = workers, tree_usage  # name -> (pid, metrics port)
         self.peak_rss = {name: 0 for name in workers}
         self.first_copy_at: dict[str, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="worker-sampler", daemon=True)
-
-    def __enter__(self) -> "WorkerSampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(10)
 
     def _copied(self, port: int) -> float:
         try:
@@ -437,13 +442,11 @@ class WorkerSampler:
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith("treedist_records_copied_total{"))
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for name, (pid, port) in self.workers.items():
-                self.peak_rss[name] = max(self.peak_rss[name], self._usage(pid)[1])
-                if name not in self.first_copy_at and self._copied(port) > 0:
-                    self.first_copy_at[name] = time.monotonic()
-            self._stop.wait(self.every_s)
+    def sample(self) -> None:
+        for name, (pid, port) in self.workers.items():
+            self.peak_rss[name] = max(self.peak_rss[name], self._usage(pid)[1])
+            if name not in self.first_copy_at and self._copied(port) > 0:
+                self.first_copy_at[name] = time.monotonic()
 
 
 def _peer_ports(root: int) -> set[int]:
