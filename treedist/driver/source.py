@@ -113,9 +113,9 @@ def task_ahead_limit(plan: ClusterPlan, read: int, tasks: int) -> int | None:
     """Driver, pure: the most records each of a batch's `tasks` tasks may copy ahead
     (`ReadTask.ahead_limit`): 0 (none) with `distributor.copy_ahead` off, else the task's
     share of what `max_records_per_trigger` leaves after the batch's `read` records."""
-    if not plan.copy_ahead:
+    if not plan.distributor.copy_ahead:
         return 0
-    return ahead_share(read, plan.max_records_per_trigger or None, tasks)
+    return ahead_share(read, plan.distributor.max_records_per_trigger or None, tasks)
 
 
 class DistributorReader(DataSourceStreamReader):
@@ -208,7 +208,7 @@ class DistributorReader(DataSourceStreamReader):
         return reset
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        n = self.plan.max_records_per_trigger
+        n = self.plan.distributor.max_records_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
@@ -304,7 +304,7 @@ class DistributorReader(DataSourceStreamReader):
             groups[0] = sorted(groups[0] + idle_windows(begin, until, windows), key=lambda w: (w.topic, w.partition))
         # Executors copy ahead only where they see this directory; it lives in the query's
         # checkpoint, which Spark created before the batch was planned.
-        if groups and self.plan.copy_ahead:
+        if groups and self.plan.distributor.copy_ahead:
             self._make_ahead_dir()
         token = batch_token(end)
         share = task_ahead_limit(self.plan, sum(w.count for w in windows), len(groups))
@@ -312,11 +312,11 @@ class DistributorReader(DataSourceStreamReader):
 
     def _linger_s(self) -> float:
         """Driver: how long this batch's tasks linger (`treedist.records.ahead`, "Lingering"):
-        the plan's `task_linger_s`, none in exactly_once (no copying ahead there) nor once the
+        the plan's `task_linger`, none in exactly_once (no copying ahead there) nor once the
         query was marked stopping (its batch in flight then ends soon)."""
         if not self.plan.lingers:
             return 0.0
-        return 0.0 if ahead.is_stopping(self.plan.live_targets) else self.plan.task_linger_s
+        return 0.0 if ahead.is_stopping(self.plan.live_targets) else self.plan.distributor.task_linger
 
     def commit(self, end: dict) -> None:
         """Driver, after the batch ending at `end` is in the commit log: nothing to do, the
@@ -358,7 +358,7 @@ class DistributorReader(DataSourceStreamReader):
 
     def _partitions(self, force: bool = False) -> list[TopicPartitionKey]:
         now = time.monotonic()
-        if force or now - self._listed_at >= self.plan.topic_refresh_seconds:
+        if force or now - self._listed_at >= self.plan.distributor.topic_refresh_seconds:
             listed = self._reader().partitions(self._selects)
             self._present = set(listed)
             known = set(self._listing)
@@ -367,7 +367,8 @@ class DistributorReader(DataSourceStreamReader):
             self._listing = [tp for tp in listed if tp in known or tp in ready]
             self._listed_at = now
             if len(ready) < len(new):  # look again soon: topic sync creates it within its interval
-                self._listed_at = now - self.plan.topic_refresh_seconds + min(1.0, self.plan.topic_refresh_seconds)
+                refresh = self.plan.distributor.topic_refresh_seconds
+                self._listed_at = now - refresh + min(1.0, refresh)
         return self._listing
 
     def _on_every_target(self, tps: list[TopicPartitionKey]) -> set[TopicPartitionKey]:

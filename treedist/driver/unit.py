@@ -19,6 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from treedist.offsets.job import job_name
+from treedist.records.plan import query_name
+
 if TYPE_CHECKING:
     from treedist.config import Deployment
 
@@ -45,12 +48,12 @@ class Unit:
     @property
     def query_name(self) -> str:
         """A messages unit's streaming query (`<cluster>-messages`)."""
-        return f"{self.cluster}-messages"
+        return query_name(self.cluster)
 
     @property
     def job_name(self) -> str:
         """An offsets unit's background job (`offsets-<cluster>`)."""
-        return f"offsets-{self.cluster}"
+        return job_name(self.cluster)
 
 
 def units_of(deployment: "Deployment") -> tuple[Unit, ...]:

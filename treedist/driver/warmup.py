@@ -54,7 +54,7 @@ def start(spark: SparkSession, deployment: Deployment) -> threading.Thread | Non
     # their fetches (treedist.records.task, `lingering_consumer_settings`).
     consumers = [lingering_consumer_settings(p.consumer) if p.lingers else dict(p.consumer) for p in plans]
     # exactly_once tasks build a transactional producer each: no kept producer to warm.
-    kept = plans[0].delivery != EXACTLY_ONCE
+    kept = plans[0].distributor.delivery != EXACTLY_ONCE
     producers = {k: dict(v) for k, v in (plans[0].warm_producers or {}).items()} if kept else {}
     thread = threading.Thread(target=_run, args=(spark, slots, consumers, producers), name="treedist-warmup", daemon=True)
     thread.start()

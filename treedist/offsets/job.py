@@ -61,6 +61,11 @@ EXACT_WINDOW = 100_000  # records read behind a commit for a group's first exact
 Key = tuple[str, str, int]  # (group, physical topic, partition)
 
 
+def job_name(cluster: str) -> str:
+    """The scheduler's name of `cluster`'s offset distribution job, `offsets-<cluster>`."""
+    return f"offsets-{cluster}"
+
+
 class OffsetDistributionJob:
     """Offset distributors (cluster, level) of one source cluster, as one scheduler Job."""
 
@@ -70,7 +75,7 @@ class OffsetDistributionJob:
                  committers: Mapping[str, OffsetCommitter], targets: TargetTable | None = None):
         self.deployment = deployment
         self.cluster = cluster
-        self.name = f"offsets-{cluster}"
+        self.name = job_name(cluster)
         self.interval_s = deployment.offsets.poll_interval
         self.client = client
         self.committers = committers

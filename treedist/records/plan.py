@@ -11,7 +11,7 @@ and logs, named `<cluster>-L<level>` as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Mapping
 
 from treedist.records.transactions import EXACTLY_ONCE, deployment_key
@@ -21,7 +21,7 @@ from treedist.topology.naming import Naming
 from treedist.topology.selection import TopicFilter
 
 if TYPE_CHECKING:  # the plan is unpickled in every planner and executor process: no pydantic there
-    from treedist.config import Deployment
+    from treedist.config import Deployment, DistributorConfig
     from treedist.topology import Distributor
 
 # Below this many records a batch runs as one task: a task costs a Python worker round trip,
@@ -45,6 +45,32 @@ class LevelPlan:
 
 
 @dataclass(frozen=True)
+class DistributorSettings:
+    """The keys of `distributor:` that a query's planner and tasks apply, as plain values under
+    the config's names (docs/configuration.md says what each does)."""
+
+    max_records_per_trigger: int
+    topic_refresh_seconds: float
+    # exactly_once commits each task's copies to a target with their source positions in one
+    # transaction there (treedist.records.transactions).
+    delivery: str
+    malformed_flags: MalformedFlagsPolicy
+    max_record_bytes: int | None  # None: each target topic's own limit (treedist.records.uncopyable)
+    on_uncopyable: str  # fail | skip | dead_letter (treedist.records.uncopyable)
+    dead_letter_topic: str  # the topic on each target that dead_letter writes to
+    # Seconds a task keeps copying ahead without a backlog (treedist.records.ahead,
+    # "Lingering"); 0: only while a backlog keeps arriving.
+    task_linger: float
+    # Whether this query's tasks copy ahead (treedist.records.ahead); False: the planner gives
+    # every task an ahead limit of 0 and makes no intents directory.
+    copy_ahead: bool
+
+    @classmethod
+    def of(cls, config: "DistributorConfig") -> "DistributorSettings":
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
 class ClusterPlan:
     """All distributors of one source cluster, and how its query reads and writes."""
 
@@ -56,10 +82,7 @@ class ClusterPlan:
     producers: Mapping[str, Mapping[str, str]]  # target cluster -> librdkafka settings
     flags_header: str
     origin_header: str
-    malformed_policy: MalformedFlagsPolicy
-    max_record_bytes: int | None  # None: each target topic's own limit (treedist.records.uncopyable)
-    max_records_per_trigger: int
-    topic_refresh_seconds: float
+    distributor: DistributorSettings
     checkpoint: str  # this query's checkpoint directory
     legacy_checkpoints: Mapping[int, str]  # level -> the per-(cluster, level) checkpoint of old
     # The deployment's part of exactly_once's transactional.ids (`transactions.deployment_key`
@@ -84,28 +107,16 @@ class ClusterPlan:
     # Every cluster any query of the deployment copies to -> its producer settings: a Python
     # worker builds an idle producer for each at its first task (`clients.warm_producers`).
     warm_producers: Mapping[str, Mapping[str, str]] | None = None
-    # `distributor.delivery`: "exactly_once" commits each task's copies to a target with their
-    # source positions in one transaction there (treedist.records.transactions).
-    delivery: str = "at_least_once"
-    # `distributor.on_uncopyable`: fail | skip | dead_letter (treedist.records.uncopyable), and
-    # the topic on each target that dead_letter writes to.
-    on_uncopyable: str = "fail"
-    dead_letter_topic: str = "treedist-dead-letter"
     # The settings of `spark.conf` with which planners and executors reach an s3a:// or
     # hdfs:// checkpoint (`checkpoint_fs.store_options`: fs.s3a.*, WebHDFS's address and user).
     checkpoint_options: Mapping[str, str] | None = None
-    # `distributor.task_linger` in seconds: how long a task keeps copying ahead without a
-    # backlog (treedist.records.ahead, "Lingering"); 0: only while a backlog keeps arriving.
-    task_linger_s: float = 0.0
-    # `distributor.copy_ahead`: whether this query's tasks copy ahead (treedist.records.ahead);
-    # False: the planner gives every task an ahead limit of 0 and makes no intents directory.
-    copy_ahead: bool = True
 
     @property
     def lingers(self) -> bool:
         """Whether this query's tasks may linger (treedist.records.ahead, "Lingering"): a
-        `task_linger_s`, copying ahead on, and not exactly_once (no copying ahead there)."""
-        return self.task_linger_s > 0 and self.copy_ahead and self.delivery != EXACTLY_ONCE
+        `task_linger`, copying ahead on, and not exactly_once (no copying ahead there)."""
+        d = self.distributor
+        return d.task_linger > 0 and d.copy_ahead and d.delivery != EXACTLY_ONCE
 
     @property
     def store(self) -> checkpoint_fs.Store:
@@ -114,7 +125,7 @@ class ClusterPlan:
 
     @property
     def query_name(self) -> str:
-        return f"{self.cluster}-messages"
+        return query_name(self.cluster)
 
     def selects(self, physical_topic: str) -> bool:
         """Whether a topic of this cluster is distributed: it fits the cluster's topic
@@ -126,6 +137,12 @@ class ClusterPlan:
         """A topic that does not fit the cluster's topic format and is not excluded by name:
         never distributed, reported once (`Deployment.misfit`)."""
         return self.naming.logical(self.cluster, physical_topic) is None and not self.selection.excluded(physical_topic)
+
+
+def query_name(cluster: str) -> str:
+    """The streaming query of `cluster`'s distributors, `<cluster>-messages`: Spark's query name
+    and the key of the driver's running queries."""
+    return f"{cluster}-messages"
 
 
 def consumer_settings(client: Mapping[str, object]) -> dict[str, str]:
@@ -178,10 +195,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         warm_producers=settings_of,
         flags_header=deployment.copy_flags_header,
         origin_header=deployment.origin_header,
-        malformed_policy=settings.malformed_flags,
-        max_record_bytes=settings.max_record_bytes,
-        max_records_per_trigger=settings.max_records_per_trigger,
-        topic_refresh_seconds=settings.topic_refresh_seconds,
+        distributor=DistributorSettings.of(settings),
         checkpoint=checkpoint_fs.join(checkpoint_root(deployment), "messages", cluster),
         checkpoint_options=checkpoint_fs.store_options(deployment.spark.conf),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
@@ -189,11 +203,6 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         max_tasks=max_tasks,
         slots=slots,
         live_targets=live_targets,
-        delivery=settings.delivery,
-        on_uncopyable=settings.on_uncopyable,
-        dead_letter_topic=settings.dead_letter_topic,
-        task_linger_s=settings.task_linger,
-        copy_ahead=settings.copy_ahead,
     )
 
 

@@ -122,7 +122,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
     consumer_settings = lingering_consumer_settings(plan.consumer) if task.linger_s > 0 else plan.consumer
     consumer = clients.take_consumer(consumer_settings)
     producers: dict[str, DeliveryProducer] = {}
-    exactly = plan.delivery == transactions.EXACTLY_ONCE
+    exactly = plan.distributor.delivery == transactions.EXACTLY_ONCE
     txns: dict[str, transactions.TargetTransaction] = {}
     done = False
     try:
@@ -151,10 +151,12 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             )
             for lp, t in zip(plan.levels, level_targets)
         ]
+        distributor = plan.distributor
+        limit = distributor.max_record_bytes
         copier = RecordCopier(
-            plan.cluster, level_copies, plan.flags_header, plan.origin_header, plan.malformed_policy,
-            plan.max_record_bytes if plan.max_record_bytes is not None else uncopyable.record_limit(None, None, {}),
-            plan.on_uncopyable, plan.dead_letter_topic, explicit_limit=plan.max_record_bytes is not None,
+            plan.cluster, level_copies, plan.flags_header, plan.origin_header, distributor.malformed_flags,
+            limit if limit is not None else uncopyable.record_limit(None, None, {}),
+            distributor.on_uncopyable, distributor.dead_letter_topic, explicit_limit=limit is not None,
         )
         intents = ahead.Intents.of(plan.checkpoint, plan.store)
         visible = bool(task.batch) and intents.visible()
@@ -225,7 +227,8 @@ def _dead_letter_wanted(plan: ClusterPlan) -> dict[str, int]:
     """With on_uncopyable 'dead_letter', the dead-letter topic must exist on every target:
     checked at step 1 with the copies' topics, so that a missing one fails the task at its
     start, named, and not when a first oversized record comes."""
-    return {plan.dead_letter_topic: -1} if plan.on_uncopyable == uncopyable.DEAD_LETTER else {}
+    distributor = plan.distributor
+    return {distributor.dead_letter_topic: -1} if distributor.on_uncopyable == uncopyable.DEAD_LETTER else {}
 
 
 def _record_limits(plan: ClusterPlan, target: str, topics: list[str]) -> dict[str, int]:
@@ -233,8 +236,9 @@ def _record_limits(plan: ClusterPlan, target: str, topics: list[str]) -> dict[st
     else the topic's max.message.bytes on the target (asked once per worker and topic,
     `uncopyable.LIMITS`) and the producer's message.max.bytes."""
     settings = plan.producers[target]
-    if plan.max_record_bytes is not None:
-        return {t: plan.max_record_bytes for t in topics}
+    limit = plan.distributor.max_record_bytes
+    if limit is not None:
+        return {t: limit for t in topics}
     known = uncopyable.LIMITS.get(target, settings, topics)
     return {t: uncopyable.record_limit(None, known.get(t), settings) for t in topics}
 
@@ -273,8 +277,8 @@ def copies_ahead(plan: ClusterPlan, task: ReadTask) -> bool:
     with `copy_ahead` on in its plan. Never in exactly_once: the positions a transaction
     records end at the windows' ends, and records copied past them would be copied again by
     the next batch."""
-    return (bool(task.batch) and task.ahead_limit != 0 and plan.copy_ahead
-            and plan.delivery != transactions.EXACTLY_ONCE)
+    return (bool(task.batch) and task.ahead_limit != 0 and plan.distributor.copy_ahead
+            and plan.distributor.delivery != transactions.EXACTLY_ONCE)
 
 
 def reset_intents(task: ReadTask, intents: ahead.Intents) -> None:

@@ -40,14 +40,14 @@ tokens = st.sampled_from(["", "b-1", "0123abcd"])
 
 
 def test_the_key_reaches_every_plan():  # DEFAULT_ON, OFF_PLANS_ZERO (precondition)
-    assert [p.copy_ahead for p in ON] == [True, True]
-    assert [p.copy_ahead for p in OFF] == [False, False]
+    assert [p.distributor.copy_ahead for p in ON] == [True, True]
+    assert [p.distributor.copy_ahead for p in OFF] == [False, False]
 
 
 @given(reads, task_counts)
 def test_by_default_a_task_may_copy_ahead_its_share(read, tasks):  # DEFAULT_ON
     for plan in ON:
-        assert task_ahead_limit(plan, read, tasks) == ahead_share(read, plan.max_records_per_trigger, tasks)
+        assert task_ahead_limit(plan, read, tasks) == ahead_share(read, plan.distributor.max_records_per_trigger, tasks)
 
 
 @given(reads, task_counts)
