@@ -20,7 +20,6 @@ the data, which the deployment names as `${file:...}` references (`LocalEtcd.con
 from __future__ import annotations
 
 import base64
-import json
 import os
 import secrets
 import shutil
@@ -33,6 +32,7 @@ from pathlib import Path
 from treedist.local.errors import LocalClusterError
 from treedist.local.launcher import HOST, free_port, live_cmdline, pid_alive, stop_pid
 from treedist.local.secured import TlsFiles, create_tls, make_client_cert
+from treedist.local.statefile import read_state, write_state
 
 STATE_FILE = "etcd.json"
 SECURED, PLAIN = "secured", "plain"  # `--etcd-mode` of `treedist local up` and `treedist run`
@@ -120,7 +120,7 @@ class LocalEtcd:
         return self
 
     def save(self) -> None:
-        Path(self.base_dir, STATE_FILE).write_text(json.dumps(asdict(self), indent=2))
+        write_state(self.base_dir, STATE_FILE, asdict(self))
 
     def status(self) -> dict:
         return {"url": self.client_url, "pid": self.pid, "running": self.is_ours(), "data_dir": self.data_dir,
@@ -128,10 +128,8 @@ class LocalEtcd:
 
     @classmethod
     def load(cls, base_dir: str | Path) -> "LocalEtcd | None":
-        path = Path(base_dir) / STATE_FILE
-        if not path.exists():
-            return None
-        return cls(**json.loads(path.read_text()))
+        raw = read_state(base_dir, STATE_FILE)
+        return None if raw is None else cls(**raw)
 
 
 def start_etcd(base_dir: str | Path, timeout: float = 20.0, attempts: int = 3, *, secured: bool = False,

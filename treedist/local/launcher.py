@@ -15,7 +15,6 @@ brokers started by an earlier `treedist local up`.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -26,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from treedist.local.errors import LocalClusterError
+from treedist.local.statefile import read_state, write_state
 
 STATE_FILE = "clusters.json"
 HOST = "127.0.0.1"
@@ -316,15 +316,11 @@ class LocalClusters:
 
     @classmethod
     def load(cls, base_dir: str | Path) -> "LocalClusters | None":
-        state = Path(base_dir) / STATE_FILE
-        if not state.exists():
-            return None
-        raw = json.loads(state.read_text())
-        return cls(Path(base_dir), {b["name"]: LocalBroker(**b) for b in raw["brokers"]})
+        raw = read_state(base_dir, STATE_FILE)
+        return None if raw is None else cls(Path(base_dir), {b["name"]: LocalBroker(**b) for b in raw["brokers"]})
 
     def save(self) -> None:
-        state = {"brokers": [asdict(b) for b in self.brokers.values()]}
-        (self.base_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
+        write_state(self.base_dir, STATE_FILE, {"brokers": [asdict(b) for b in self.brokers.values()]})
 
     def status(self) -> list[dict]:
         return [{**asdict(b), "bootstrap": b.bootstrap, "running": is_ours(b)} for b in self.brokers.values()]

@@ -44,7 +44,8 @@ from pathlib import Path
 
 from treedist.local.errors import LocalClusterError
 from treedist.local.launcher import live_cmdline, pid_alive, stop_all
-from treedist.local.spark_standalone import MASTER_CLASS, WORKER_CLASS, read_json, wait_for
+from treedist.local.spark_standalone import MASTER_CLASS, WORKER_CLASS, MasterAddress, wait_for
+from treedist.local.statefile import read_state, write_state
 
 STATE_FILE = "netbed.json"
 DEFAULT_PREFIX = "tdnb"
@@ -147,31 +148,29 @@ class NetBed:
         return f"{self.prefix}-br"
 
     @property
-    def master_url(self) -> str:
-        return f"spark://{self.address('master')}:{MASTER_PORT}"
+    def master(self) -> MasterAddress:
+        """The Spark master, on the `master` host."""
+        return MasterAddress(self.address("master"), MASTER_PORT, MASTER_UI_PORT)
 
     @property
-    def master_ui(self) -> str:
-        return f"http://{self.address('master')}:{MASTER_UI_PORT}"
+    def master_url(self) -> str:
+        return self.master.url
 
     def master_state(self) -> dict | None:
         """The master's REST status (`/json/`: workers, applications), None if it does not answer."""
-        return read_json(self.master_ui + "/json/")
+        return self.master.status()
 
     # -- state file ----------------------------------------------------------------------
 
     def save(self) -> None:
-        Path(self.base_dir).mkdir(parents=True, exist_ok=True)
-        (Path(self.base_dir) / STATE_FILE).write_text(json.dumps(asdict(self), indent=2))
+        write_state(self.base_dir, STATE_FILE, asdict(self))
 
     @classmethod
     def load(cls, base_dir: str | Path) -> "NetBed | None":
-        path = Path(base_dir) / STATE_FILE
-        if not path.exists():
+        raw = read_state(base_dir, STATE_FILE)
+        if raw is None:
             return None
-        raw = json.loads(path.read_text())
-        raw["processes"] = [Process(**p) for p in raw.get("processes", [])]
-        return cls(**raw)
+        return cls(**{**raw, "processes": [Process(**p) for p in raw.get("processes", [])]})
 
     # -- processes -----------------------------------------------------------------------
 
@@ -356,7 +355,7 @@ class NetBed:
 
     def status(self) -> dict:
         return {
-            "prefix": self.prefix, "subnet": self.subnet, "master": self.master_url, "master_ui": self.master_ui,
+            "prefix": self.prefix, "subnet": self.subnet, "master": self.master_url, "master_ui": self.master.ui,
             "bootstrap": self.bootstrap,
             "hosts": {h: {"namespace": self.ns(h), "address": self.address(h),
                           "exists": self.ns(h) in _namespaces(self.prefix)} for h in HOSTS},

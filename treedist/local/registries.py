@@ -8,7 +8,6 @@ HTTP (after it replayed its `_schemas` topic), and stopped by its PID. A state f
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from treedist.local.errors import LocalClusterError
 from treedist.local.launcher import HOST, _port_free, free_port, pid_alive, stop_pid
+from treedist.local.statefile import read_state, write_state
 
 STATE_FILE = "registries.json"
 
@@ -71,7 +71,7 @@ def start_registries(base_dir: str | Path, config: Path, ports: dict[str, int], 
         for registry in running.values():
             stop_pid(registry.pid)
         raise
-    (base / STATE_FILE).write_text(json.dumps([asdict(r) for r in running.values()], indent=2))
+    write_state(base, STATE_FILE, [asdict(r) for r in running.values()])
     return running
 
 
@@ -87,10 +87,7 @@ def load_registries(base_dir: str | Path) -> dict[str, LocalRegistry]:
 
 
 def _load(base: Path) -> dict[str, LocalRegistry]:
-    state = base / STATE_FILE
-    if not state.exists():
-        return {}
-    return {r["cluster"]: LocalRegistry(**r) for r in json.loads(state.read_text())}
+    return {r["cluster"]: LocalRegistry(**r) for r in read_state(base, STATE_FILE) or []}
 
 
 def _wait_ready(registry: LocalRegistry, timeout: float) -> None:

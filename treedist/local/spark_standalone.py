@@ -55,25 +55,51 @@ class SparkDaemon:
             stop_pid(self.pid, grace)
 
 
+@dataclass(frozen=True)
+class MasterAddress:
+    """Where a standalone master answers: this module's loopback cluster, or the multi-host
+    bed's master (treedist.local.netbed)."""
+
+    host: str
+    port: int  # RPC, for applications and workers
+    ui_port: int  # web UI, with the master's JSON status
+
+    @property
+    def url(self) -> str:
+        return f"spark://{self.host}:{self.port}"
+
+    @property
+    def ui(self) -> str:
+        return f"http://{self.host}:{self.ui_port}"
+
+    def status(self) -> dict | None:
+        """The master's JSON (`/json/`: workers, active and completed applications), None when
+        it does not answer (yet)."""
+        try:
+            with urllib.request.urlopen(self.ui + "/json/", timeout=2) as answer:
+                return json.loads(answer.read())
+        except (OSError, ValueError):
+            return None
+
+
 @dataclass
 class StandaloneCluster:
     master: SparkDaemon
     worker: SparkDaemon
-    port: int
+    address: MasterAddress
     base_dir: str
 
     @property
     def url(self) -> str:
-        return f"spark://{HOST}:{self.port}"
-
-    @property
-    def master_ui(self) -> str:
-        return f"http://{HOST}:{self.master.ui_port}"
+        return self.address.url
 
     def state(self) -> dict:
-        """The master's JSON: workers, active and completed applications."""
-        with urllib.request.urlopen(self.master_ui + "/json/", timeout=5) as answer:
-            return json.loads(answer.read())
+        """The master's JSON: workers, active and completed applications. Raises
+        LocalClusterError when the master does not answer."""
+        status = self.address.status()
+        if status is None:
+            raise LocalClusterError(f"the Spark master at {self.address.ui} does not answer")
+        return status
 
     def stop(self) -> None:
         self.worker.stop()  # first: it kills its executors
@@ -105,34 +131,24 @@ def start_standalone(base_dir: str | Path, cores: int = 2, memory: str = "1g", t
     for sub in ("logs", "work"):
         (base / sub).mkdir(parents=True, exist_ok=True)
     env = _env(base)
-    port, master_ui, worker_ui = free_port(), free_port(), free_port()
-    master = SparkDaemon("master", _spawn([MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(master_ui)],
-                                          base / "master.log", env), master_ui, str(base / "master.log"))
+    address, worker_ui = MasterAddress(HOST, free_port(), free_port()), free_port()
+    master = SparkDaemon("master", _spawn([MASTER_CLASS, "--host", HOST, "--port", str(address.port),
+                                           "--webui-port", str(address.ui_port)], base / "master.log", env),
+                         address.ui_port, str(base / "master.log"))
     worker = None
     try:
-        url = f"spark://{HOST}:{port}"
-        _wait(lambda: read_json(f"http://{HOST}:{master_ui}/json/") is not None, timeout, master, "the master to answer")
-        worker = SparkDaemon("worker", _spawn([WORKER_CLASS, url, "--host", HOST, "--webui-port", str(worker_ui),
+        _wait(lambda: address.status() is not None, timeout, master, "the master to answer")
+        worker = SparkDaemon("worker", _spawn([WORKER_CLASS, address.url, "--host", HOST, "--webui-port", str(worker_ui),
                                                 "--cores", str(cores), "--memory", memory, "--work-dir", str(base / "work")],
                                                base / "worker.log", env), worker_ui, str(base / "worker.log"))
-        _wait(lambda: any(w.get("state") == "ALIVE" for w in (read_json(f"http://{HOST}:{master_ui}/json/") or {}).get("workers", [])),
+        _wait(lambda: any(w.get("state") == "ALIVE" for w in (address.status() or {}).get("workers", [])),
               timeout, worker, "the worker to register with the master")
     except BaseException:
         if worker is not None:
             worker.stop()
         master.stop()
         raise
-    return StandaloneCluster(master, worker, port, str(base))
-
-
-def read_json(url: str) -> dict | None:
-    """The JSON a Spark master's UI answers at `url` (driver of the local tools), None when it
-    does not answer (yet). Also used by the multi-host bed (treedist.local.netbed)."""
-    try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return json.loads(answer.read())
-    except (OSError, ValueError):
-        return None
+    return StandaloneCluster(master, worker, address, str(base))
 
 
 def wait_for(predicate, timeout: float, pid: int, who: str, log_file, what: str,
