@@ -46,7 +46,8 @@ upon only after its batch committed, which needs every copy of it acknowledged. 
 executor does not see the query's checkpoint directory (a remote executor without shared
 storage) do not copy ahead. Not fsynced, like Spark's own checkpoint files on a local disk.
 Intents go through `treedist.spark.checkpoint_fs.Store` (the executor has no JVM gateway):
-local files, or objects of the s3a:// checkpoint's bucket, written by the executor directly.
+local files, objects of the s3a:// checkpoint's bucket, or files of the hdfs:// one (through
+WebHDFS), written by the executor directly.
 
 Lingering (`distributor.task_linger`, `ReadTask.linger_s`): step 1's "while a backlog keeps
 arriving" becomes "and, without a backlog, until the task has copied ahead for linger_s":
