@@ -1,6 +1,7 @@
 """The committed batches of a cluster's query, read from its checkpoint (any process, also
 one that does not run the query; through the checkpoint's file system,
-treedist.spark.checkpoint_fs: local files, or the s3a:// bucket without a JVM).
+treedist.spark.checkpoint_fs: local files, the s3a:// bucket or HDFS through WebHDFS,
+without a JVM).
 
 Spark's offset log: `offsets/<batch>` holds `v1`, a metadata line, then the source's JSON
 offset (the batch's END positions, `treedist.records.positions.LevelPositions`);

@@ -16,13 +16,20 @@ written:
 
 None of the processes that read or write through `Store` except the driver has a py4j
 gateway (executors, planners and `treedist status` have no JVM at all), so a `Store` does not
-use the JVM: a local path goes through the local file system, s3a through pyarrow's native
-`S3FileSystem`, configured from the same `spark.hadoop.fs.s3a.*` settings that configure the
-JVM's S3A (endpoint, keys, region, path style), so both see one bucket and one key layout.
-pyarrow's `HadoopFileSystem` is what an `hdfs://` location uses; it needs libhdfs and a
-Hadoop installation (`HADOOP_HOME`, `CLASSPATH`), which PySpark does not ship (measured here:
-"Unable to load libjvm"): where it cannot start, a Store raises `CheckpointStoreError` and
-the callers degrade as for a missing file (no copying ahead; status without rates).
+use the JVM:
+
+| location | a Store goes through | configured by (`spark.conf`, via `store_options`) |
+|---|---|---|
+| a path, `file://` | the local file system | - |
+| `s3a://` | pyarrow's native `S3FileSystem` | the `spark.hadoop.fs.s3a.*` settings that configure the JVM's S3A (endpoint, keys, region, path style): one bucket, one key layout |
+| `hdfs://` | WebHDFS, HTTP to the namenode and datanodes (`treedist.spark.webhdfs`, wrapped in pyarrow's `PyFileSystem`) | `spark.hadoop.dfs.namenode.http-address` (else the namenode's host, port 9870); user `spark.hadoop.hadoop.user.name`, else `HADOOP_USER_NAME`, else the OS user |
+
+Why not pyarrow's `HadoopFileSystem` for hdfs://: it needs libhdfs, libjvm and a Hadoop
+installation (`HADOOP_HOME`, `CLASSPATH`) on every host, which PySpark does not ship (measured
+here: "Unable to load libjvm"); WebHDFS needs HTTP only (on by default in Hadoop 3). The
+driver's JVM opens Spark's own hdfs:// checkpoint with PySpark's HDFS client: no jars to add.
+Where a store cannot be reached, a Store raises `CheckpointStoreError` naming the location
+and the callers degrade as for a missing file (no copying ahead; status without rates).
 
 The live targets and holds stay driver-local files: the driver writes them and the planner
 reads them, and the planner always runs on the driver's host (in spark-submit's cluster mode
