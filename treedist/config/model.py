@@ -533,8 +533,8 @@ class Deployment(Frozen):
     """Directory of the streaming checkpoints, one per source cluster: a path (relative to the working directory) or
     a file://, hdfs:// or s3a:// URI (s3a: the `spark.hadoop.fs.s3a.*` settings in `spark.conf` reach the bucket;
     hdfs: the files beside the checkpoint go through WebHDFS, at `spark.hadoop.dfs.namenode.http-address` or the
-    namenode's host and port 9870; treedist.spark.checkpoint_fs). The only record of how far each link got. Without it a link starts again from the
-    earliest offsets, copying every record again (docs/operations.md)."""
+    namenode's host and port 9870; treedist.spark.checkpoint_fs). The only record of how far each link got.
+    Without it a link starts again from the earliest offsets, copying every record again (docs/operations.md)."""
 
     spark: SparkConfig = SparkConfig()
     """The Spark application that runs the distributors."""
