@@ -10,11 +10,10 @@ import time
 
 import pytest
 
-from treedist.records.ahead import Intents
 from treedist.spark.checkpoint_fs import CheckpointStoreError, Store, join, store_options
-from treedist.spark.offsets import TopicPartitionKey
 
 from tests.fixtures.hdfs import hdfs  # noqa: F401  (the fixture)
+from tests.integration.spark.side_files import check_intents_round_trip
 
 
 def test_files_round_trip_through_hdfs(hdfs):
@@ -43,16 +42,7 @@ def test_files_round_trip_through_hdfs(hdfs):
 
 
 def test_copy_ahead_intents_on_hdfs(hdfs):
-    store, checkpoint = hdfs.store(), join(hdfs.location("ck"), "messages", "c1")
-    intents = Intents.of(checkpoint, store)
-    assert not intents.visible()
-    intents.make_dir()
-    assert intents.visible()
-    tp, other = TopicPartitionKey("orders", 0), TopicPartitionKey("orders", 1)
-    intents.write("batch-1", [(tp, 10, 25), (other, 7, 7)])
-    intents.write("batch-1", [(tp, 10, 30)])  # a retried task overwrites
-    assert intents.read("batch-1", [tp, other, TopicPartitionKey("never", 0)]) == {tp: (10, 30), other: (7, 7)}
-    assert intents.read("batch-2", [tp, other]) == {}
+    check_intents_round_trip(hdfs.store(), join(hdfs.location("ck"), "messages", "c1"))
 
 
 def test_a_namenode_that_does_not_answer_names_the_location(hdfs):

@@ -8,12 +8,12 @@ import uuid
 from pathlib import Path
 
 from treedist.driver.legacy import last_committed_end
-from treedist.records.ahead import Intents
 from treedist.spark.checkpoint import remove_interrupted_writes
 from treedist.spark.checkpoint_fs import join
 from treedist.spark.offsets import TopicPartitionKey
 
 from tests.fixtures.s3 import s3_store  # noqa: F401  (the fixture)
+from tests.integration.spark.side_files import check_intents_round_trip
 
 LEGACY = Path(__file__).resolve().parents[2] / "data" / "legacy_checkpoint" / "checkpoints"
 
@@ -41,16 +41,7 @@ def test_files_round_trip_through_the_bucket(s3_store):
 
 
 def test_copy_ahead_intents_in_the_bucket(s3_store):
-    store, checkpoint = s3_store.store(), join(s3_store.location("ck"), "messages", "c1")
-    intents = Intents.of(checkpoint, store)
-    assert not intents.visible()
-    intents.make_dir()
-    assert intents.visible()
-    tp, other = TopicPartitionKey("orders", 0), TopicPartitionKey("orders", 1)
-    intents.write("batch-1", [(tp, 10, 25), (other, 7, 7)])
-    intents.write("batch-1", [(tp, 10, 30)])  # a retried task overwrites
-    assert intents.read("batch-1", [tp, other, TopicPartitionKey("never", 0)]) == {tp: (10, 30), other: (7, 7)}
-    assert intents.read("batch-2", [tp, other]) == {}
+    check_intents_round_trip(s3_store.store(), join(s3_store.location("ck"), "messages", "c1"))
 
 
 def test_legacy_reader_and_repair_read_checkpoints_in_the_bucket(s3_store):
