@@ -138,11 +138,12 @@ class Store:
         if scheme(path) == "hdfs":
             # A CREATE there replaces the file with an empty one being written, which a
             # reader could see: a temporary file, then HDFS's atomic rename over the target.
-            tmp = join(path.rpartition("/")[0], f".{path.rpartition('/')[2]}.{tmp_suffix}.tmp")
-            self._put(tmp, text.encode("utf-8"))
             fs, key = self._fs(path)
+            tmp = join(key.rpartition("/")[0], f".{key.rpartition('/')[2]}.{tmp_suffix}.tmp")
             try:
-                fs.move(self._fs(tmp)[1], key)
+                with fs.open_output_stream(tmp) as stream:
+                    stream.write(text.encode("utf-8"))
+                fs.move(tmp, key)
             except OSError as err:
                 raise CheckpointStoreError(f"{path}: {err}") from None
             return
