@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from treedist.local.launcher import free_port
 from treedist.spark.checkpoint_fs import CheckpointStoreError, Store, join, store_options
 
 from tests.fixtures.hdfs import hdfs  # noqa: F401  (the fixture)
@@ -46,9 +47,10 @@ def test_copy_ahead_intents_on_hdfs(hdfs):
 
 
 def test_a_namenode_that_does_not_answer_names_the_location(hdfs):
-    # WebHDFS's address not configured: the default port 9870 on the namenode's host, where
-    # nothing listens here; the bounded retries end in an error naming the path.
+    # WebHDFS's address on a port where nothing listens: the bounded retries end in an error
+    # naming the path.
     location = f"hdfs://127.0.0.1:{hdfs.rpc_port}/nowhere/x"
+    store = Store(store_options({"spark.hadoop.dfs.namenode.http-address": f"127.0.0.1:{free_port()}"}))
     with pytest.raises(CheckpointStoreError, match="nowhere/x.*did not answer"):
-        Store(store_options({})).read_text(location)
-    assert not Store().is_dir(location)  # False, as for a missing directory
+        store.read_text(location)
+    assert not store.is_dir(location)  # False, as for a missing directory
