@@ -348,9 +348,10 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
         handle.check()
     finally:
         if handle is not None:
+            # after the window's records landed, with no more arriving: a lingering task is mid-linger
+            # and must end it early (benchmarks/linger_costs.py stops one while records arrive)
             stopping = time.monotonic()
             handle.stop()
-            # while records still arrive at the rate: a lingering task must end its linger early
             stop_s = round(time.monotonic() - stopping, 2)
         if probe.poll() is None:
             probe.kill()
