@@ -108,7 +108,7 @@ class ClusterPlan:
     # worker builds an idle producer for each at its first task (`clients.warm_producers`).
     warm_producers: Mapping[str, Mapping[str, str]] | None = None
     # The settings of `spark.conf` with which planners and executors reach an s3a:// or
-    # hdfs:// checkpoint (`checkpoint_fs.store_options`: fs.s3a.*, WebHDFS's address and user).
+    # hdfs:// checkpoint (`checkpoint_fs.plan_options`: fs.s3a.*, WebHDFS's address, the driver's user).
     checkpoint_options: Mapping[str, str] | None = None
 
     @property
@@ -197,7 +197,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         origin_header=deployment.origin_header,
         distributor=DistributorSettings.of(settings),
         checkpoint=checkpoint_fs.join(checkpoint_root(deployment), "messages", cluster),
-        checkpoint_options=checkpoint_fs.store_options(deployment.spark.conf),
+        checkpoint_options=checkpoint_fs.plan_options(deployment.spark.conf),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
         deployment_key=deployment_key(checkpoint_root(deployment)),
         max_tasks=max_tasks,

@@ -22,7 +22,7 @@ use the JVM:
 |---|---|---|
 | a path, `file://` | the local file system | - |
 | `s3a://` | pyarrow's native `S3FileSystem` | the `spark.hadoop.fs.s3a.*` settings that configure the JVM's S3A (endpoint, keys, region, path style): one bucket, one key layout |
-| `hdfs://` | WebHDFS, HTTP to the namenode and datanodes (`treedist.spark.webhdfs`, wrapped in pyarrow's `PyFileSystem`) | `spark.hadoop.dfs.namenode.http-address` (else the namenode's host, port 9870); user `spark.hadoop.hadoop.user.name`, else `HADOOP_USER_NAME`, else the OS user |
+| `hdfs://` | WebHDFS, HTTP to the namenode and datanodes (`treedist.spark.webhdfs`, wrapped in pyarrow's `PyFileSystem`) | `spark.hadoop.dfs.namenode.http-address` (else the namenode's host, port 9870); user `spark.hadoop.hadoop.user.name` (read by treedist only), else the driver's `HADOOP_USER_NAME`, else its OS user (`plan_options`) |
 
 Why not pyarrow's `HadoopFileSystem` for hdfs://: it needs libhdfs, libjvm and a Hadoop
 installation (`HADOOP_HOME`, `CLASSPATH`) on every host, which PySpark does not ship (measured
@@ -90,6 +90,19 @@ def store_options(spark_conf: Mapping[str, str]) -> dict[str, str]:
         if key.startswith(_S3A_PREFIX) or (key.startswith("spark.hadoop.") and hadoop_key in _HDFS_KEYS):
             out[hadoop_key] = str(value)
     return out
+
+
+def plan_options(spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """`store_options` with WebHDFS's user fixed to the driver's (driver, building the plans
+    that travel to planners and executors). Hadoop's simple authentication names the driver's
+    JVM by `HADOOP_USER_NAME`, else its OS user, and that user owns Spark's checkpoint; an
+    executor running as another OS user (YARN, Kubernetes) would otherwise write the intents
+    as itself and be refused beside it once HDFS checks permissions."""
+    from treedist.spark import webhdfs
+
+    options = store_options(spark_conf)
+    options[webhdfs.USER] = webhdfs.user(options)
+    return options
 
 
 @dataclass(frozen=True)

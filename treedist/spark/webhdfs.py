@@ -10,13 +10,15 @@ for data) and to the datanodes (data). It is on by default in Hadoop 3 (`dfs.web
 Where the namenode's HTTP address comes from (`http_address`): `dfs.namenode.http-address`
 (`spark.hadoop.dfs.namenode.http-address` in the deployment's `spark.conf`) when set, else the
 namenode host of the location with Hadoop 3's default port 9870. The user (simple
-authentication's `user.name`): `hadoop.user.name`, else `HADOOP_USER_NAME`, else the OS user.
+authentication's `user.name`): `hadoop.user.name`, else `HADOOP_USER_NAME`, else the OS user;
+plans carry the driver's (`checkpoint_fs.plan_options`).
 Kerberos (SPNEGO) and HTTPS are not supported.
 
 Each request is bounded: a timeout, and up to `ATTEMPTS` attempts when the server cannot be
-reached or answers 503 (a namenode in standby or busy), with a short back-off. Answers that
-are errors are not retried: a missing file is `FileNotFoundError`, anything else `OSError`
-naming the operation, the path and the server's exception.
+reached, answers 503, or names a standby, safe-mode or retriable state (`RETRIABLE`), with a
+short back-off. Other error answers are not retried: a missing file (WebHDFS's
+FileNotFoundException) is `FileNotFoundError`, anything else `OSError` naming the operation,
+the path and the server's exception, or saying the answer is not WebHDFS's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ USER = "hadoop.user.name"
 ATTEMPTS = 3
 TIMEOUT_S = 20.0
 BACKOFF_S = 0.3
+# RemoteException names of a namenode that cannot answer now but will (Hadoop's WebHDFS sends
+# them as 403, so the status code alone does not tell them from a refusal)
+RETRIABLE = frozenset({"StandbyException", "RetriableException", "SafeModeException"})
 
 
 def http_address(authority: str, options: Mapping[str, str]) -> str:
@@ -93,9 +98,12 @@ class WebHdfs(pafs.FileSystemHandler):
                     return self._send("PUT", self._redirect(url), data or b"")
                 return self._send(method, url, data)
             except urllib.error.HTTPError as err:
-                if err.code != 503 or attempt == self.attempts:
-                    raise _error(err, op, path) from None
-                cause: Exception = err
+                name, failure = _error(err, op, path)
+                # 503, or a namenode that says "not now" (standby, safe mode: Hadoop answers those
+                # with 403 and names them); any other error answer is final
+                if (err.code != 503 and name not in RETRIABLE) or attempt == self.attempts:
+                    raise failure from None
+                cause: Exception = failure
             except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
                 if attempt == self.attempts:
                     raise OSError(f"WebHDFS at {self.base} did not answer {op} {path} "
@@ -110,6 +118,7 @@ class WebHdfs(pafs.FileSystemHandler):
             self._send("PUT", url, None)
         except urllib.error.HTTPError as err:
             if err.code == 307 and err.headers.get("Location"):
+                err.close()  # the answer's socket, not left to the garbage collector
                 return err.headers["Location"]
             raise
         raise http.client.HTTPException(f"the namenode did not redirect {url}")
@@ -223,14 +232,20 @@ def _info(path: str, status: Mapping[str, Any] | None) -> pafs.FileInfo:
                          mtime_ns=int(status.get("modificationTime", 0)) * 1_000_000)
 
 
-def _error(err: urllib.error.HTTPError, op: str, path: str) -> OSError:
-    """The server's RemoteException as an exception: FileNotFoundError for a missing path."""
+def _error(err: urllib.error.HTTPError, op: str, path: str) -> tuple[str, OSError]:
+    """The server's RemoteException's name, and the answer as an exception:
+    FileNotFoundError only when WebHDFS says FileNotFoundException. A 404 without one is not
+    WebHDFS's answer (a wrong port, WebHDFS off, a proxy): reading it as "no such file" would
+    make status show nothing instead of naming the location."""
     try:
         remote = json.loads(err.read() or b"{}").get("RemoteException", {})
-    except (ValueError, OSError):
+    except (ValueError, OSError, AttributeError):
         remote = {}
+    finally:
+        err.close()
     name, message = remote.get("exception", ""), remote.get("message", err.reason)
-    text = f"WebHDFS {op} {path}: HTTP {err.code} {name}: {message}".replace(" : ", " ")
-    if err.code == 404 or name == "FileNotFoundException":
-        return FileNotFoundError(text)
-    return OSError(text)
+    if not name:
+        return "", OSError(f"WebHDFS {op} {path}: HTTP {err.code} {err.reason}: not an answer of WebHDFS "
+                           f"(check dfs.namenode.http-address)")
+    text = f"WebHDFS {op} {path}: HTTP {err.code} {name}: {message}"
+    return name, (FileNotFoundError(text) if name == "FileNotFoundException" else OSError(text))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from treedist.spark.checkpoint_fs import store_options
+from treedist.spark.checkpoint_fs import plan_options, store_options
 from treedist.spark.webhdfs import http_address, user
 
 
@@ -35,3 +35,9 @@ def test_the_user_is_the_setting_then_hadoop_user_name(monkeypatch):
     monkeypatch.setenv("HADOOP_USER_NAME", "from-env")
     assert user({"hadoop.user.name": "td"}) == "td"
     assert user({}) == "from-env"
+
+
+def test_plans_carry_the_drivers_webhdfs_user(monkeypatch):
+    monkeypatch.setenv("HADOOP_USER_NAME", "driver-user")
+    assert plan_options({})["hadoop.user.name"] == "driver-user"
+    assert plan_options({"spark.hadoop.hadoop.user.name": "td"})["hadoop.user.name"] == "td"
