@@ -1,4 +1,4 @@
-pytest_plugins = ["tests.fixtures.clusters", "tests.fixtures.spark", "tests.fixtures.etcd"]
+pytest_plugins = ["tests.fixtures.clusters", "tests.fixtures.spark", "tests.fixtures.etcd", "tests.fixtures.s3", "tests.fixtures.hdfs"]
 
 # The fuzz budget (tests/fuzz): fixed example counts and a deadline per input, so CI time is
 # bounded; not derandomized, so every run tries inputs the previous ones did not. Each target

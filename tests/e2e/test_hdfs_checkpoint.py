@@ -9,7 +9,6 @@ batch in flight at the kill is copied again (at least once; measured 400-800 per
 from __future__ import annotations
 
 from tests.e2e.remote_checkpoint import CLUSTERS, kill_and_resume
-from tests.fixtures.hdfs import hdfs  # noqa: F401  (the fixture)
 
 
 def test_killed_driver_resumes_from_checkpoints_on_hdfs(local_kafka, unique_topic, tmp_path, hdfs):

@@ -40,7 +40,6 @@ from treedist.spark.checkpoint_fs import join
 
 from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, produce_concurrently, wait_until_complete
 from tests.fixtures.netbed import netbed  # noqa: F401  (the fixture)
-from tests.fixtures.s3 import s3_on_bed  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.e2e
 CLUSTERS = ["c1", "c2", "c3", "c4"]

@@ -8,7 +8,6 @@ batches there, and the copy-ahead intents are written by the executors into it
 from __future__ import annotations
 
 from tests.e2e.remote_checkpoint import CLUSTERS, kill_and_resume
-from tests.fixtures.s3 import s3_store  # noqa: F401  (the fixture)
 
 
 def test_killed_driver_resumes_from_checkpoints_on_s3(local_kafka, unique_topic, tmp_path, s3_store):

@@ -12,7 +12,6 @@ from treedist.spark.checkpoint import remove_interrupted_writes
 from treedist.spark.checkpoint_fs import join
 from treedist.spark.offsets import TopicPartitionKey
 
-from tests.fixtures.s3 import s3_store  # noqa: F401  (the fixture)
 from tests.integration.spark.side_files import check_intents_round_trip
 
 LEGACY = Path(__file__).resolve().parents[2] / "data" / "legacy_checkpoint" / "checkpoints"
