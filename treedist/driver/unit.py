@@ -19,8 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from treedist.offsets.job import job_name
-from treedist.records.plan import query_name
+from treedist.topology.units import job_name, query_name
 
 if TYPE_CHECKING:
     from treedist.config import Deployment

@@ -46,6 +46,7 @@ from treedist.offsets.errors import OffsetsError
 from treedist.offsets.groups import Commit, GroupClient
 from treedist.topology.distributors import Distributor
 from treedist.topology.targets import TargetTable
+from treedist.topology.units import job_name
 from treedist.topology.offsets import (
     Frontier,
     MetadataKind,
@@ -60,10 +61,6 @@ log = logging.getLogger(__name__)
 EXACT_WINDOW = 100_000  # records read behind a commit for a group's first exact-mode frontier
 Key = tuple[str, str, int]  # (group, physical topic, partition)
 
-
-def job_name(cluster: str) -> str:
-    """The scheduler's name of `cluster`'s offset distribution job, `offsets-<cluster>`."""
-    return f"offsets-{cluster}"
 
 
 class OffsetDistributionJob:

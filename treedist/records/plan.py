@@ -19,6 +19,7 @@ from treedist.spark import checkpoint_fs, options
 from treedist.topology.flags import MalformedFlagsPolicy
 from treedist.topology.naming import Naming
 from treedist.topology.selection import TopicFilter
+from treedist.topology.units import query_name
 
 if TYPE_CHECKING:  # the plan is unpickled in every planner and executor process: no pydantic there
     from treedist.config import Deployment, DistributorConfig
@@ -139,11 +140,6 @@ class ClusterPlan:
         return self.naming.logical(self.cluster, physical_topic) is None and not self.selection.excluded(physical_topic)
 
 
-def query_name(cluster: str) -> str:
-    """The streaming query of `cluster`'s distributors, `<cluster>-messages`: Spark's query name
-    and the key of the driver's running queries."""
-    return f"{cluster}-messages"
-
 
 def consumer_settings(client: Mapping[str, object]) -> dict[str, str]:
     """Source settings: the cluster's client settings over replay-safe consumer defaults.
@@ -197,7 +193,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         origin_header=deployment.origin_header,
         distributor=DistributorSettings.of(settings),
         checkpoint=checkpoint_fs.join(checkpoint_root(deployment), "messages", cluster),
-        checkpoint_options=checkpoint_fs.plan_options(deployment.spark.conf),
+        checkpoint_options=checkpoint_fs.plan_options(checkpoint_root(deployment), deployment.spark.conf),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
         deployment_key=deployment_key(checkpoint_root(deployment)),
         max_tasks=max_tasks,

@@ -92,8 +92,8 @@ def store_options(spark_conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def plan_options(spark_conf: Mapping[str, str]) -> dict[str, str]:
-    """`store_options` with WebHDFS's user fixed to the driver's (driver, building the plans
+def plan_options(location: str, spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """`store_options`, for an hdfs:// `location` with WebHDFS's user fixed to the driver's (driver, building the plans
     that travel to planners and executors). Hadoop's simple authentication names the driver's
     JVM by `HADOOP_USER_NAME`, else its OS user, and that user owns Spark's checkpoint; an
     executor running as another OS user (YARN, Kubernetes) would otherwise write the intents
@@ -101,7 +101,8 @@ def plan_options(spark_conf: Mapping[str, str]) -> dict[str, str]:
     from treedist.spark import webhdfs
 
     options = store_options(spark_conf)
-    options[webhdfs.USER] = webhdfs.user(options)
+    if scheme(str(location)) == "hdfs":
+        options[webhdfs.USER] = webhdfs.user(options)
     return options
 
 

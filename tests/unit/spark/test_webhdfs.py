@@ -39,5 +39,6 @@ def test_the_user_is_the_setting_then_hadoop_user_name(monkeypatch):
 
 def test_plans_carry_the_drivers_webhdfs_user(monkeypatch):
     monkeypatch.setenv("HADOOP_USER_NAME", "driver-user")
-    assert plan_options({})["hadoop.user.name"] == "driver-user"
-    assert plan_options({"spark.hadoop.hadoop.user.name": "td"})["hadoop.user.name"] == "td"
+    assert plan_options("hdfs://nn:8020/ck", {})["hadoop.user.name"] == "driver-user"
+    assert plan_options("hdfs://nn:8020/ck", {"spark.hadoop.hadoop.user.name": "td"})["hadoop.user.name"] == "td"
+    assert plan_options("s3a://bucket/ck", {}) == {}
