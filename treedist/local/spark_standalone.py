@@ -72,11 +72,11 @@ class MasterAddress:
     def ui(self) -> str:
         return f"http://{self.host}:{self.ui_port}"
 
-    def status(self) -> dict | None:
+    def status(self, timeout_s: float = 2.0) -> dict | None:
         """The master's JSON (`/json/`: workers, active and completed applications), None when
-        it does not answer (yet)."""
+        it does not answer (yet) within `timeout_s`."""
         try:
-            with urllib.request.urlopen(self.ui + "/json/", timeout=2) as answer:
+            with urllib.request.urlopen(self.ui + "/json/", timeout=timeout_s) as answer:
                 return json.loads(answer.read())
         except (OSError, ValueError):
             return None
@@ -96,7 +96,7 @@ class StandaloneCluster:
     def state(self) -> dict:
         """The master's JSON: workers, active and completed applications. Raises
         LocalClusterError when the master does not answer."""
-        status = self.address.status()
+        status = self.address.status(timeout_s=5.0)  # one ask, no polling: a busy master gets longer
         if status is None:
             raise LocalClusterError(f"the Spark master at {self.address.ui} does not answer")
         return status
