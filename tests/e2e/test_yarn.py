@@ -121,7 +121,9 @@ def _submit(yarn: Yarn, hdfs, archive: Path, local_kafka, tmp_path: Path, mode: 
         env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         args = [str(ENTRY), "-c", str(config)]
     else:
-        args = ["--files", str(config), "--conf", "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python",
+        # YARN names the application when spark-submit submits it, before the driver reads
+        # the deployment's spark.app_name
+        args = ["--name", name, "--files", str(config), "--conf", "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python",
                 str(ENTRY), "-c", config.name]
     output = tmp_path / "spark-submit.txt"
     with output.open("w") as out:
@@ -135,6 +137,7 @@ def _submit(yarn: Yarn, hdfs, archive: Path, local_kafka, tmp_path: Path, mode: 
              "--conf", "spark.executor.memory=512m", "--driver-memory", "512m", *args],
             cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
+    app_id = None
     try:
         def alive() -> None:
             assert submit.poll() is None, output.read_text()[-4000:]
@@ -177,6 +180,8 @@ def _submit(yarn: Yarn, hdfs, archive: Path, local_kafka, tmp_path: Path, mode: 
         if submit.poll() is None:
             os.killpg(submit.pid, signal.SIGKILL)
             submit.wait()
+            if app_id is not None:  # in cluster mode the application outlives spark-submit
+                yarn.kill(app_id)
     text = output.read_text()
     assert code == 0, text[-4000:]
     final = _wait(lambda: [a for a in yarn.apps() if a["id"] == app_id and a["state"] == "FINISHED"], 60,
