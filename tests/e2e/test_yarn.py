@@ -123,8 +123,8 @@ def _submit(yarn: Yarn, hdfs, archive: Path, local_kafka, tmp_path: Path, mode: 
     else:
         # YARN names the application when spark-submit submits it, before the driver reads
         # the deployment's spark.app_name
-        args = ["--name", name, "--files", str(config), "--conf", "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python",
-                str(ENTRY), "-c", config.name]
+        args = ["--name", name, "--files", str(config),
+                "--conf", "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python", str(ENTRY), "-c", config.name]
     output = tmp_path / "spark-submit.txt"
     with output.open("w") as out:
         submit = subprocess.Popen(
