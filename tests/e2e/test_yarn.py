@@ -50,8 +50,8 @@ TREEDIST = Path(sys.executable).with_name("treedist")
 @pytest.fixture(scope="module")
 def packed_env(tmp_path_factory) -> Path:
     archive = tmp_path_factory.mktemp("env") / "treedist-env.tar.gz"
-    packed = subprocess.run([str(TREEDIST), "pack-env", "-o", str(archive), "--exclude", "*/site-packages/playwright/*"],
-                            capture_output=True, text=True, timeout=600)
+    packed = subprocess.run([str(TREEDIST), "pack-env", "-o", str(archive),
+                             "--exclude", "*/site-packages/playwright/*"], capture_output=True, text=True, timeout=600)
     assert packed.returncode == 0, packed.stdout + packed.stderr
     return archive
 
@@ -124,7 +124,8 @@ def _submit(yarn: Yarn, hdfs, archive: Path, local_kafka, tmp_path: Path, mode: 
         # YARN names the application when spark-submit submits it, before the driver reads
         # the deployment's spark.app_name
         args = ["--name", name, "--files", str(config),
-                "--conf", "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python", str(ENTRY), "-c", config.name]
+                "--conf", "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python",
+                str(ENTRY), "-c", config.name]
     output = tmp_path / "spark-submit.txt"
     with output.open("w") as out:
         submit = subprocess.Popen(
