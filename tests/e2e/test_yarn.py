@@ -36,7 +36,6 @@ from treedist.spark.checkpoint_fs import join
 
 from tests.e2e.test_spark_standalone import _tree
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_until_complete
-from tests.fixtures.hdfs import hdfs  # noqa: F401  (the fixture)
 from tests.fixtures.yarn import Yarn, yarn  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.e2e
