@@ -143,8 +143,10 @@ def one_linger(clusters: LocalClusters, workdir: Path, meter: TreeMeter, linger:
         "true_backlog_records": median_and_range(true_backlog) | {"all": None},
         "stop_s": stop_s, "exit_code": run.proc.returncode,
         # records produced before the SIGINT and not on c2 after the stop (the next run copies them)
-        "after_stop": after | {"not_copied_of_those_before_sigint": max(0, after["produced_before_sigint"] - after["landed"])},
-        "peak_rss_mib": round(meter.peak_rss.get(topic, 0) / mib), "peak_pss_mib": round(meter.peak_pss.get(topic, 0) / mib),
+        "after_stop": after | {"not_copied_of_those_before_sigint":
+                               max(0, after["produced_before_sigint"] - after["landed"])},
+        "peak_rss_mib": round(meter.peak_rss.get(topic, 0) / mib),
+        "peak_pss_mib": round(meter.peak_pss.get(topic, 0) / mib),
         "peak_rss_by_kind_mib": {k: round(v / mib) for k, v in meter.peak_rss_by_kind.get(topic, {}).items()},
     }
 
