@@ -122,8 +122,13 @@ def _submit(yarn: Yarn, hdfs, archive: Path, local_kafka, tmp_path: Path, mode: 
     else:
         # YARN names the application when spark-submit submits it, before the driver reads
         # the deployment's spark.app_name
+        # spark-submit hands a PYSPARK_DRIVER_PYTHON of its own environment (here: set by earlier
+        # tests in this process) to the ApplicationMaster, where it wins over PYSPARK_PYTHON:
+        # the recipe names the shipped one for both
+        env.pop("PYSPARK_DRIVER_PYTHON", None)
         args = ["--name", name, "--files", str(config),
                 "--conf", "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python",
+                "--conf", "spark.yarn.appMasterEnv.PYSPARK_DRIVER_PYTHON=./environment/bin/python",
                 str(ENTRY), "-c", config.name]
     output = tmp_path / "spark-submit.txt"
     with output.open("w") as out:
