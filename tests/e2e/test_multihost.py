@@ -112,7 +112,7 @@ def _deployment(bed, tmp_path: Path, app_name: str, conf: dict[str, str] | None 
         bootstrap, topics=[topic],
         checkpoint_location=s3.location("checkpoints") if s3 else str(tmp_path / "checkpoints"),
         distributor={"trigger_interval": "500 milliseconds"}, offsets={"enabled": False},
-        spark={"master": bed.master_url, "app_name": app_name,
+        spark={"master": bed.master.url, "app_name": app_name,
                "conf": {"spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "512m",
                         "spark.ui.enabled": "true", "spark.ui.port": str(DRIVER_UI_PORT),
                         **(s3.spark_conf() if s3 else {}), **(conf or {})}},
@@ -184,7 +184,7 @@ def test_the_tree_runs_on_a_spark_cluster_across_hosts(netbed, s3_on_bed, tmp_pa
             assert hosts.pop("driver") == bed.address("driver"), executors
             assert set(hosts.values()) == {bed.address(w) for w in SPARK_WORKERS}, executors
             # ... and the master's REST status: the application holds a core of each worker
-            state = bed.master_state()
+            state = bed.master.status()
             assert [(a["id"], a["name"], a["cores"]) for a in state["activeapps"]] == [(app_id, "treedist-multihost", 2)]
             assert {w["host"]: w["coresused"] for w in state["workers"]} == {bed.address(w): 1 for w in SPARK_WORKERS}
             # the checkpoints are in the bucket: every query's committed batches read from there

@@ -152,14 +152,6 @@ class NetBed:
         """The Spark master, on the `master` host."""
         return MasterAddress(self.address("master"), MASTER_PORT, MASTER_UI_PORT)
 
-    @property
-    def master_url(self) -> str:
-        return self.master.url
-
-    def master_state(self) -> dict | None:
-        """The master's REST status (`/json/`: workers, applications), None if it does not answer."""
-        return self.master.status()
-
     # -- state file ----------------------------------------------------------------------
 
     def save(self) -> None:
@@ -261,7 +253,7 @@ class NetBed:
         self.spawn("master", self._spark_cmd(MASTER_CLASS, ["--host", master, "--port", str(MASTER_PORT),
                                                             "--webui-port", str(MASTER_UI_PORT)]),
                    "spark-master", MASTER_CLASS, env=self._spark_env("master"), cwd=self.base_dir)
-        _wait(lambda: self.master_state() is not None, self.processes[-1], "the Spark master to answer")
+        _wait(lambda: self.master.status() is not None, self.processes[-1], "the Spark master to answer")
         for host in SPARK_WORKERS:
             self.start_worker(host, worker_memory, wait=False)
         self._wait_workers(SPARK_WORKERS)
@@ -271,7 +263,7 @@ class NetBed:
         the master has it ALIVE."""
         work = Path(self.base_dir) / f"{host}-work"
         work.mkdir(parents=True, exist_ok=True)
-        started = self.spawn(host, self._spark_cmd(WORKER_CLASS, [self.master_url, "--host", self.address(host),
+        started = self.spawn(host, self._spark_cmd(WORKER_CLASS, [self.master.url, "--host", self.address(host),
                                                                   "--webui-port", str(WORKER_UI_PORT), "--cores", "1",
                                                                   "--memory", memory, "--work-dir", str(work)]),
                              f"spark-{host}", WORKER_CLASS, env=self._spark_env(host), cwd=str(work))
@@ -281,7 +273,7 @@ class NetBed:
 
     def _wait_workers(self, hosts) -> None:
         wanted = {self.address(h) for h in hosts}
-        _wait(lambda: wanted <= {w.get("host") for w in (self.master_state() or {}).get("workers", [])
+        _wait(lambda: wanted <= {w.get("host") for w in (self.master.status() or {}).get("workers", [])
                                  if w.get("state") == "ALIVE"},
               self.processes[-1], f"the Spark workers of {sorted(hosts)} to register with the master")
 
@@ -355,7 +347,7 @@ class NetBed:
 
     def status(self) -> dict:
         return {
-            "prefix": self.prefix, "subnet": self.subnet, "master": self.master_url, "master_ui": self.master.ui,
+            "prefix": self.prefix, "subnet": self.subnet, "master": self.master.url, "master_ui": self.master.ui,
             "bootstrap": self.bootstrap,
             "hosts": {h: {"namespace": self.ns(h), "address": self.address(h),
                           "exists": self.ns(h) in _namespaces(self.prefix)} for h in HOSTS},
