@@ -140,7 +140,6 @@ class ClusterPlan:
         return self.naming.logical(self.cluster, physical_topic) is None and not self.selection.excluded(physical_topic)
 
 
-
 def consumer_settings(client: Mapping[str, object]) -> dict[str, str]:
     """Source settings: the cluster's client settings over replay-safe consumer defaults.
     Raises SparkOptionError naming a setting that contradicts replay (e.g. auto commit)."""
@@ -175,6 +174,7 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
     topology = deployment.topology()
     dists = topology.distributors[cluster]
     settings = deployment.distributor
+    root = checkpoint_root(deployment)
     leaves = sorted({leaf for d in dists for leaf in d.subtree})
     every_target = sorted({leaf for ds in topology.distributors.values() for d in ds for leaf in d.subtree})
     settings_of = {
@@ -192,10 +192,10 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
         flags_header=deployment.copy_flags_header,
         origin_header=deployment.origin_header,
         distributor=DistributorSettings.of(settings),
-        checkpoint=checkpoint_fs.join(checkpoint_root(deployment), "messages", cluster),
-        checkpoint_options=checkpoint_fs.plan_options(checkpoint_root(deployment), deployment.spark.conf),
+        checkpoint=checkpoint_fs.join(root, "messages", cluster),
+        checkpoint_options=checkpoint_fs.plan_options(root, deployment.spark.conf),
         legacy_checkpoints={d.level: legacy_checkpoint(deployment, d) for d in dists},
-        deployment_key=deployment_key(checkpoint_root(deployment)),
+        deployment_key=deployment_key(root),
         max_tasks=max_tasks,
         slots=slots,
         live_targets=live_targets,

@@ -93,8 +93,8 @@ def store_options(spark_conf: Mapping[str, str]) -> dict[str, str]:
 
 
 def plan_options(location: str, spark_conf: Mapping[str, str]) -> dict[str, str]:
-    """`store_options`, for an hdfs:// `location` with WebHDFS's user fixed to the driver's (driver, building the plans
-    that travel to planners and executors). Hadoop's simple authentication names the driver's
+    """`store_options`, for an hdfs:// `location` with WebHDFS's user fixed to the driver's
+    (driver, building the plans that travel to planners and executors). Hadoop's simple authentication names the driver's
     JVM by `HADOOP_USER_NAME`, else its OS user, and that user owns Spark's checkpoint; an
     executor running as another OS user (YARN, Kubernetes) would otherwise write the intents
     as itself and be refused beside it once HDFS checks permissions."""
