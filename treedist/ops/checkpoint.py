@@ -16,7 +16,7 @@ import json
 from treedist.ops.errors import OpsError
 from treedist.ops.figures import Batch
 from treedist.records.errors import PipelineError
-from treedist.records.positions import LevelPositions
+from treedist.records.positions import LevelPositions, batch_token
 from treedist.spark.checkpoint_fs import CheckpointStoreError, Store, join
 
 
@@ -46,12 +46,40 @@ def recent_batches(checkpoint: str, window_s: float, now: float, at_most: int = 
     return list(reversed(found))
 
 
-def _positions(root: str, batch_id: int, lines: list[str]) -> dict:
+def batch_tokens(checkpoint: str, batch_id: int, store: Store | None = None) -> tuple[str | None, str | None]:
+    """The identities (`positions.batch_token`) of the end of batch `batch_id` and of the
+    batch planned after it, each None when its offset log entry is missing (nothing planned
+    yet, or purged). What the copy-ahead intents name (`treedist.ops.copied`). Two small
+    reads on the checkpoint's store. Raises OpsError when the store cannot be read or an
+    entry is not a treedist offset."""
+    store = store or Store()
+    out: list[str | None] = []
+    try:
+        for one in (batch_id, batch_id + 1):
+            text = store.read_text(join(checkpoint, "offsets", str(one)))
+            out.append(None if text is None else batch_token(_offset(checkpoint, one, text.splitlines())))
+    except CheckpointStoreError as err:
+        raise OpsError(f"checkpoint {checkpoint}: {err}") from None
+    return out[0], out[1]
+
+
+def _offset(root: str, batch_id: int, lines: list[str]) -> dict:
     if len(lines) < 3 or not lines[0].startswith("v"):
         raise OpsError(f"checkpoint {root}: offsets/{batch_id} is not a Spark offset log entry; "
                        "is this the checkpoint of a treedist query?")
     try:
-        levels = LevelPositions.from_dict(json.loads(lines[2]))
+        offset = json.loads(lines[2])
+    except ValueError as err:
+        raise OpsError(f"checkpoint {root}: offsets/{batch_id} holds no treedist positions: {err}") from None
+    if not isinstance(offset, dict):
+        raise OpsError(f"checkpoint {root}: offsets/{batch_id} holds no treedist positions: not a JSON object")
+    return offset
+
+
+def _positions(root: str, batch_id: int, lines: list[str]) -> dict:
+    offset = _offset(root, batch_id, lines)
+    try:
+        levels = LevelPositions.from_dict(offset)
     except (ValueError, PipelineError) as err:
         raise OpsError(f"checkpoint {root}: offsets/{batch_id} holds no treedist positions: {err}") from None
     return {level: dict(offsets.positions) for level, offsets in levels.levels.items()}

@@ -36,8 +36,11 @@ from treedist.kafka.logs import client_logger
 from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
 from treedist.kafka.watch import answers, timestamps_at
 from treedist.ops.arrivals import Arrivals
-from treedist.ops.checkpoint import recent_batches
-from treedist.ops.figures import FAILED, RUNNING, WAITING, copied_rate, lag_by_topic, link_state, oldest_age
+from treedist.ops.checkpoint import batch_tokens, recent_batches
+from treedist.ops.copied import Intent, copied_positions
+from treedist.ops.errors import OpsError
+from treedist.ops.figures import FAILED, RUNNING, WAITING, Batch, copied_rate, lag_by_topic, link_state, oldest_age
+from treedist.records.ahead import Intents
 from treedist.records.plan import ClusterPlan, plan_all
 from treedist.topology.tree import to_spec
 
@@ -154,12 +157,15 @@ class StatusSource:
         newest = batches[-1] if batches else None
         latest: dict[TopicPartitionKey, int] = {}
         ages: dict[TopicPartitionKey, int] = {}
+        copied: dict[int, dict[TopicPartitionKey, int]] = {}  # level -> next offset to copy
         if newest is not None:
             try:
                 tps = {tp for positions in newest.positions.values() for tp in positions}
                 latest = self._readers[plan.cluster].offsets(tps, "latest")
+                failed = any(live.get(lp.name, {}).get("failed", False) for lp in plan.levels)
+                copied = self._copied(plan, newest, latest, failed)
                 behind = {}
-                for positions in newest.positions.values():
+                for positions in copied.values():
                     for tp, pos in positions.items():
                         if latest.get(tp, pos) > pos:
                             behind[tp] = min(pos, behind.get(tp, pos))
@@ -170,7 +176,7 @@ class StatusSource:
         rows = []
         for lp in plan.levels:
             known = live.get(lp.name, {})
-            positions = newest.positions.get(lp.level, {}) if newest is not None else {}
+            positions = copied.get(lp.level, {})
             by_topic = lag_by_topic(positions, latest) if latest else None
             lag = sum(by_topic.values()) if by_topic is not None else None
             unreachable = [c for c in (plan.cluster, known.get("target", lp.target)) if reach[c] is not None]
@@ -200,6 +206,32 @@ class StatusSource:
                 "last_error": known.get("last_error"),
             })
         return rows
+
+    def _copied(self, plan: ClusterPlan, newest: Batch, latest: dict[TopicPartitionKey, int],
+                failed: bool) -> dict[int, dict[TopicPartitionKey, int]]:
+        """level -> how far each partition is copied (`treedist.ops.copied`: the committed end,
+        or an intent's copied-up-to). Reads the intents the way the planner does
+        (`ahead.Intents`, driver side), only of partitions behind their latest offset and
+        only where the query copies ahead: one small read each, plus the two offset log
+        entries that name the batches (`checkpoint.batch_tokens`). A store that does not
+        answer costs only the intents: the committed end is used."""
+        committed = {level: dict(positions) for level, positions in newest.positions.items()}
+        if not plan.copies_ahead:
+            return committed
+        behind = sorted({tp for positions in committed.values() for tp, pos in positions.items()
+                         if latest.get(tp, pos) > pos})
+        if not behind:
+            return committed
+        try:
+            done, running = batch_tokens(plan.checkpoint, newest.batch_id, store=plan.store)
+        except OpsError as err:
+            log.debug("%s: status lag from the committed batch only: %s", plan.query_name, err)
+            return committed
+        if done is None:
+            return committed
+        intents = {tp: Intent(*found) for tp, found in Intents.of(plan.checkpoint, plan.store).latest(behind).items()}
+        return {level: copied_positions(positions, intents, committed_batch=done, running_batch=running, failed=failed)
+                for level, positions in committed.items()}
 
     def _ages(self, cluster: str, behind: dict[TopicPartitionKey, int], latest: dict[TopicPartitionKey, int],
               now: float) -> dict[TopicPartitionKey, int]:

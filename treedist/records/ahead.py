@@ -143,16 +143,31 @@ class Intents:
         does not answer, is no intent (the records are read again)."""
         out: dict[TopicPartitionKey, tuple[int, int]] = {}
         for tp in tps:
-            try:
-                text = self.store.read_text(self._path(tp))
-                data = json.loads(text) if text is not None else None
-            except (CheckpointStoreError, ValueError):
-                continue
-            if isinstance(data, Mapping) and data.get("batch") == batch:
-                until, to = data.get("until"), data.get("to")
-                if isinstance(until, int) and isinstance(to, int) and to >= until >= 0:
-                    out[tp] = (until, to)
+            found = self._load(tp)
+            if found is not None and found[0] == batch:
+                out[tp] = found[1:]
         return out
+
+    def latest(self, tps: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[str, int, int]]:
+        """Driver (the status, `treedist.ops.copied`): (batch, window end, copied up to) of
+        every partition of `tps` that has an intent, whichever batch wrote it; what counts is
+        the caller's choice. Read like `read` (no intent where unreadable). Unlike the
+        planner, the status may race a task rewriting a file in place (`write`): a torn read
+        mostly does not parse (no intent); the rare one that does is gone at the next read."""
+        return {tp: found for tp in tps if (found := self._load(tp)) is not None}
+
+    def _load(self, tp: TopicPartitionKey) -> tuple[str, int, int] | None:
+        try:
+            text = self.store.read_text(self._path(tp))
+            data = json.loads(text) if text is not None else None
+        except (CheckpointStoreError, ValueError):
+            return None
+        if not isinstance(data, Mapping) or not isinstance(data.get("batch"), str):
+            return None
+        until, to = data.get("until"), data.get("to")
+        if isinstance(until, int) and isinstance(to, int) and to >= until >= 0:
+            return data["batch"], until, to
+        return None
 
 
 def keep_copying(took: int, elapsed: float, linger_s: float, ended: bool, *, min_records: int,

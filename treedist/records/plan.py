@@ -116,8 +116,13 @@ class ClusterPlan:
     def lingers(self) -> bool:
         """Whether this query's tasks may linger (treedist.records.ahead, "Lingering"): a
         `task_linger`, copying ahead on, and not exactly_once (no copying ahead there)."""
-        d = self.distributor
-        return d.task_linger > 0 and d.copy_ahead and d.delivery != EXACTLY_ONCE
+        return self.distributor.task_linger > 0 and self.copies_ahead
+
+    @property
+    def copies_ahead(self) -> bool:
+        """Whether this query's tasks copy ahead and write intents (treedist.records.ahead):
+        `copy_ahead` on, and not exactly_once (no copying ahead there)."""
+        return self.distributor.copy_ahead and self.distributor.delivery != EXACTLY_ONCE
 
     @property
     def store(self) -> checkpoint_fs.Store:
