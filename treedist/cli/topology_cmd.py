@@ -31,7 +31,8 @@ def show(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
             {
                 "clusters": {
                     c: [d.as_dict() for d in topo.distributors[c]] for c in topo.clusters
-                }
+                },
+                "passive": sorted(topo.passive),
             }
         )
         return
@@ -43,7 +44,7 @@ def _rich_tree(node: Node, topo: Topology, width: int, parent: Tree | None = Non
     if isinstance(node, Leaf):
         dists = ", ".join(
             f"L{d.level} mask {format_bits(d.mask, width)} -> {d.target}" for d in topo.distributors[node.cluster]
-        )
+        ) or ("passive: receives only" if node.cluster in topo.passive else "")
         label = f"[bold cyan]{node.cluster}[/]  [dim]{dists}[/]"
         if parent is None:
             return Tree(label)
@@ -76,6 +77,7 @@ def simulate_command(
                 "hops": [h.as_dict() for h in result.hops],
                 "receipts": result.receipts,
                 "exactly_once": result.exactly_once,
+                "passive_origin": result.local,
                 "copies": len(result.hops),
             }
         )
@@ -93,5 +95,6 @@ def simulate_command(
     for cluster, count in result.receipts.items():
         receipts.add_row(cluster, str(count), style=None if count == 1 else "red")
     console.print(receipts)
-    verdict = "every cluster receives it exactly once" if result.exactly_once else "NOT exactly once"
+    verdict = ("NOT exactly once" if not result.exactly_once else
+               f"{origin} is passive: it stays there" if result.local else "every cluster receives it exactly once")
     console.print(f"{len(result.hops)} copies; {verdict}")

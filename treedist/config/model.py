@@ -38,6 +38,7 @@ from treedist.config.offsets import OffsetsConfig
 from treedist.config.secrets import is_secret_key
 from treedist.topology import (
     MalformedFlagsPolicy,
+    PassiveRelayError,
     Node,
     Topology,
     TopologyError,
@@ -94,6 +95,13 @@ class ClusterConfig(Frozen):
                  Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]+$")]] = Field(default_factory=dict)
     """Control plane: units whose source is this cluster prefer workers with the same labels (e.g. `dc: eu1`; keys
     and values of [A-Za-z0-9._-])."""
+
+    passive: StrictBool = False
+    """Records produced on this cluster are not distributed: it only receives the other clusters' records (a one-way
+    link, an active-passive standby). It runs no distributor. Allowed only where no copy has to pass through it: it
+    may receive only from the distributors of its own parent node (its sibling leaf's, or an override's), since a
+    copy arriving at a higher level would be relayed by it (docs/architecture.md, "Passive clusters"). At least one
+    cluster must be active."""
 
     @field_validator("topic_format")
     @classmethod
@@ -603,8 +611,13 @@ class Deployment(Frozen):
         missing = set(self.clusters) - set(_tree_leaves(self.tree))
         if missing:
             raise ValueError(f"clusters {sorted(missing)} are not leaves of the tree")
+        if self.passive_clusters() == set(self.clusters):
+            raise ValueError("clusters: every cluster is passive; at least one must be active (its records are "
+                             "distributed)")
         try:
             self.topology()
+        except PassiveRelayError as err:
+            raise ValueError(f"clusters.{err.cluster}.passive: {err}") from None
         except TopologyError as err:
             raise ValueError(f"targets: {err}") from None
         self._check_sync_clusters()
@@ -690,7 +703,11 @@ class Deployment(Frozen):
 
     def topology(self) -> Topology:
         overrides = {(t.cluster, t.level): t.target for t in self.target_overrides}
-        return build_topology(self.tree_node(), overrides)
+        return build_topology(self.tree_node(), overrides, self.passive_clusters())
+
+    def passive_clusters(self) -> frozenset[str]:
+        """The clusters with `passive: true` (no distributors; they only receive)."""
+        return frozenset(name for name, cluster in self.clusters.items() if cluster.passive)
 
     def cluster(self, name: str) -> ClusterConfig:
         try:

@@ -3,3 +3,11 @@ from treedist.errors import TreedistError
 
 class TopologyError(TreedistError):
     """A tree or a target override that breaks the distribution model's rules."""
+
+
+class PassiveRelayError(TopologyError):
+    """A distributor that would copy to a passive cluster that would have to relay the copy."""
+
+    def __init__(self, cluster: str, message: str):
+        super().__init__(message)
+        self.cluster = cluster  # the passive cluster (config errors are placed at its field)

@@ -11,11 +11,17 @@ decision, per distributor, given how long each cluster has (not) answered:
 2. Fail back (only with `failback_after`): the current target is not the configured one, and
    the configured one has answered for `failback_after` seconds -> the configured one.
 3. Otherwise stay.
+
+Passive clusters (which relay nothing) are never picked above their lowest level: a passive
+leaf of a sibling subtree larger than one leaf is no candidate (`distributors.receivers`), so
+a link whose target fails over goes only to an active leaf, or waits.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
+
+from treedist.topology.distributors import receivers
 
 
 def choose_target(
@@ -28,14 +34,21 @@ def choose_target(
     up_for: Callable[[str], float],
     after: float,
     failback_after: float | None,
+    passive: Collection[str] = (),
 ) -> str:
-    """The leaf the distributor should copy to now (== `current` when nothing changes)."""
-    if current not in subtree or configured not in subtree:
-        raise ValueError(f"targets {current!r} and {configured!r} must be leaves of the sibling subtree {list(subtree)}")
+    """The leaf the distributor should copy to now (== `current` when nothing changes).
+
+    `subtree` is the distributor's sibling subtree (or its candidates); the `passive` clusters
+    in it are excluded from the choice unless the subtree is that one leaf (the module
+    docstring)."""
+    candidates = receivers(tuple(subtree), passive)
+    if current not in candidates or configured not in candidates:
+        raise ValueError(f"targets {current!r} and {configured!r} must be leaves of the sibling subtree "
+                         f"{list(subtree)} it may copy to (passive: {sorted(set(passive) & set(subtree))})")
     if down_for(current) >= after and down_for(source) == 0.0:
-        start = subtree.index(current)
-        for step in range(1, len(subtree)):
-            leaf = subtree[(start + step) % len(subtree)]
+        start = candidates.index(current)
+        for step in range(1, len(candidates)):
+            leaf = candidates[(start + step) % len(candidates)]
             if down_for(leaf) == 0.0:
                 return leaf
         return current

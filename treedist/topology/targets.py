@@ -36,8 +36,10 @@ class Switch:
 class TargetTable:
     """(cluster, level) -> target now, with the configured targets and the switches made.
 
-    Invariant (checked by `switch`): a current target is always a leaf of the distributor's
-    sibling subtree, so every record still reaches every cluster exactly once."""
+    Invariant (checked by `switch`): a current target is always one of the distributor's
+    candidates, the leaves of its sibling subtree less the passive clusters that would have to
+    relay (`Distributor.candidates`), so every record still reaches every cluster it should
+    exactly once."""
 
     def __init__(self, topology: Topology):
         self._lock = threading.Lock()
@@ -47,7 +49,7 @@ class TargetTable:
 
     def _set(self, topology: Topology) -> None:
         self._configured = {(d.cluster, d.level): d.target for d in topology.all_distributors()}
-        self._subtree = {(d.cluster, d.level): tuple(d.subtree) for d in topology.all_distributors()}
+        self._subtree = {(d.cluster, d.level): tuple(d.candidates) for d in topology.all_distributors()}
         self._current = dict(self._configured)
 
     def current(self, cluster: str, level: int) -> str:
@@ -60,6 +62,7 @@ class TargetTable:
         return self._configured[cluster, level]
 
     def subtree(self, cluster: str, level: int) -> tuple[str, ...]:
+        """The leaves (cluster, level) may copy to: its sibling subtree's candidates."""
         return self._subtree[cluster, level]
 
     def of(self, cluster: str) -> dict[int, str]:
@@ -74,12 +77,12 @@ class TargetTable:
                     if clusters is None or c in clusters}
 
     def switch(self, cluster: str, level: int, target: str, at: float) -> Switch:
-        """Move (cluster, level) to `target`, a leaf of its sibling subtree; a move to the
+        """Move (cluster, level) to `target`, one of its candidate leaves; a move to the
         configured target is a failback, any other a failover. ValueError for another leaf."""
         with self._lock:
             key = (cluster, level)
             if target not in self._subtree[key]:
-                raise ValueError(f"{cluster}-L{level}: target {target!r} is not a leaf of its sibling subtree "
+                raise ValueError(f"{cluster}-L{level}: target {target!r} is not a leaf of its sibling subtree it may copy to "
                                  f"{list(self._subtree[key])}")
             kind = "failback" if target == self._configured[key] else "failover"
             made = Switch(f"{cluster}-L{level}", self._current[key], target, kind, at)
