@@ -85,6 +85,9 @@ def print_status(snap: dict) -> None:
                       _num(link["lag_records"]), _num(link["lag_seconds"]), ago,
                       style={"waiting": "yellow", "failed": "red"}.get(link["state"]))
     console.print(table)
+    passive = [name for name, c in snap["clusters"].items() if c.get("passive")]
+    if passive:
+        console.print("passive (receive only, no links of their own): " + ", ".join(passive))
     down = [f"{name} ({c['error']})" for name, c in snap["clusters"].items() if not c["reachable"]]
     if down:
         console.print("[red]unreachable:[/] " + "; ".join(down))

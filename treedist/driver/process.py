@@ -50,7 +50,7 @@ def spark_master(deployment: "Deployment") -> str:
     if settings.task_linger <= 0 or settings.delivery == "exactly_once":
         return deployment.spark.master
     topology = deployment.topology()
-    queries = sum(1 for c in topology.clusters if topology.distributors[c]) + (deployment.schemas is not None)
+    queries = len(topology.sources) + (deployment.schemas is not None)
     master = with_task_threads(deployment.spark.master, queries)
     if master != deployment.spark.master:
         log.info("task_linger: Spark master %s -> %s (a task thread per query)", deployment.spark.master, master)

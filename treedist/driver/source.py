@@ -415,7 +415,7 @@ class DistributorReader(DataSourceStreamReader):
             for lp in self.plan.levels:
                 target = wanted.get(lp.level, lp.target)
                 if target not in lp.subtree:
-                    log.error("%s: live target %r is not a leaf of its sibling subtree %s; keeping %s",
+                    log.error("%s: live target %r is not a leaf of its sibling subtree it may copy to %s; keeping %s",
                               lp.name, target, list(lp.subtree), lp.target)
                     wanted[lp.level] = lp.target
                 elif target != self._live[1].get(lp.level, lp.target):

@@ -138,6 +138,7 @@ class Supervisor:
                     source=cluster, current=current, configured=targets.configured(cluster, level),
                     subtree=targets.subtree(cluster, level), down_for=self.health.down_for,
                     up_for=self.health.up_for, after=settings.failover.after, failback_after=failback,
+                    passive=self.units.deployment.passive_clusters(),
                 )
                 if target != current:
                     changed.append(targets.switch(cluster, level, target, time.time()))

@@ -56,10 +56,13 @@ class Unit:
 
 
 def units_of(deployment: "Deployment") -> tuple[Unit, ...]:
-    topology = deployment.topology()
-    units = [Unit.of("messages", c) for c in topology.clusters if topology.distributors[c]]
+    """THE units of a deployment: what the leader assigns and what a driver may start. A
+    passive cluster (no distributors, `Topology.sources`) has no messages and no offsets unit:
+    its records and its groups' commits go nowhere."""
+    sources = deployment.topology().sources
+    units = [Unit.of("messages", c) for c in sources]
     if deployment.offsets.enabled:
-        units += [Unit.of("offsets", c) for c in topology.clusters if topology.distributors[c]]
+        units += [Unit.of("offsets", c) for c in sources]
     if deployment.topics.sync.enabled or deployment.acls.sync:
         units.append(Unit.of("topic-sync"))
     if deployment.schemas is not None:

@@ -34,7 +34,7 @@ from treedist.driver.query import start_cluster_query
 from treedist.driver.schemas import SchemaDistributor
 from treedist.driver.startup import await_first_read, await_sources
 from treedist.driver.supervision import LinkState, RestartPolicy, Supervision
-from treedist.driver.unit import Unit
+from treedist.driver.unit import Unit, units_of
 from treedist.errors import first_line
 from treedist.records import ahead
 from treedist.records.counters import ClusterCounters
@@ -187,19 +187,19 @@ class Units:
         cluster, deployment = unit.cluster, self.deployment
         if unit.id in self.ids():
             return
-        if unit.kind == "messages" and cluster in deployment.clusters and deployment.topology().distributors.get(cluster):
+        if unit not in units_of(deployment):  # the one list of units (a passive cluster has none of its own)
+            raise UnknownUnit(f"unit {unit.id!r} is not a unit of this deployment")
+        if unit.kind == "messages":
             plan = plan_cluster(deployment, cluster, self.spark.sparkContext.defaultParallelism,
                                 live_targets=self.live_file(cluster))
             self.start_messages(plan, startup_timeout)
-        elif unit.kind == "offsets" and deployment.offsets.enabled and cluster in deployment.clusters:
+        elif unit.kind == "offsets":
             self.scheduler.add(self._offset_job(cluster))
-        elif unit.id == "topic-sync" and (deployment.topics.sync.enabled or deployment.acls.sync):
+        elif unit.id == "topic-sync":
             for job in metadata_sync_jobs(deployment):  # topic sync, ACL sync: each as enabled
                 self.scheduler.add(job)
-        elif unit.kind == "schemas" and deployment.schemas is not None and cluster == deployment.schemas.primary:
+        else:  # schemas/<primary>
             self.start_schemas()
-        else:
-            raise UnknownUnit(f"unit {unit.id!r} is not a unit of this deployment")
         log.info("unit %s started", unit.id)
 
     def stop_unit(self, unit: Unit, settle_seconds: float = 10.0) -> None:

@@ -12,7 +12,8 @@ from treedist.topology.targets import TargetTable
 
 
 def offset_jobs(deployment: Deployment, targets: TargetTable | None = None) -> list[OffsetDistributionJob]:
-    """One job per source cluster (all its levels), sharing one committer per target cluster
+    """One job per source cluster (all its levels; none for a passive cluster, whose groups'
+    commits go nowhere, as its records do), sharing one committer per target cluster
     and the target table `targets` (the application's; None: a table of the configured
     targets, for use outside a running application). Empty when `offsets.enabled` is false."""
     if not deployment.offsets.enabled:
@@ -26,8 +27,9 @@ def offset_jobs(deployment: Deployment, targets: TargetTable | None = None) -> l
                                         naming, deployment.origin_header)
                   for name, c in deployment.clusters.items()}
     targets = targets if targets is not None else TargetTable(deployment.topology())
-    return [OffsetDistributionJob(deployment, name, GroupClient(name, c.client_config()), committers, targets)
-            for name, c in deployment.clusters.items()]
+    return [OffsetDistributionJob(deployment, name, GroupClient(name, deployment.cluster(name).client_config()),
+                                  committers, targets)
+            for name in deployment.topology().sources]
 
 
 __all__ = ["OffsetCommitter", "OffsetDistributionJob", "OffsetsError", "GroupClient", "offset_jobs"]

@@ -42,7 +42,9 @@ class LevelPlan:
     # DistributionApp.targets). A batch copies where the table said when it was planned (the
     # live-targets file -> ReadTask.targets); never changed by a failover.
     target: str
-    subtree: tuple[str, ...]  # the sibling subtree: every leaf a target may be switched to
+    # The sibling subtree's leaves a target may be switched to: all of them, less passive
+    # clusters that would have to relay (Distributor.candidates).
+    subtree: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -180,15 +182,15 @@ def plan_cluster(deployment: "Deployment", cluster: str, max_tasks: int = 2, liv
     dists = topology.distributors[cluster]
     settings = deployment.distributor
     root = checkpoint_root(deployment)
-    leaves = sorted({leaf for d in dists for leaf in d.subtree})
-    every_target = sorted({leaf for ds in topology.distributors.values() for d in ds for leaf in d.subtree})
+    leaves = sorted({leaf for d in dists for leaf in d.candidates})
+    every_target = sorted({leaf for d in topology.all_distributors() for leaf in d.candidates})
     settings_of = {
         leaf: producer_settings(deployment.cluster(leaf).client_config(), settings.delivery_timeout_ms)
         for leaf in every_target
     }
     return ClusterPlan(
         cluster=cluster,
-        levels=tuple(LevelPlan(d.name, d.level, d.mask, d.bit, d.target, tuple(d.subtree)) for d in dists),
+        levels=tuple(LevelPlan(d.name, d.level, d.mask, d.bit, d.target, tuple(d.candidates)) for d in dists),
         selection=deployment.topics.filter(),
         naming=deployment.naming(),
         consumer=consumer_settings(deployment.cluster(cluster).client_config()),
@@ -223,9 +225,8 @@ def tasks_per_query(cores: int, queries: int) -> int:
 
 
 def plan_all(deployment: "Deployment", cores: int = 2) -> list[ClusterPlan]:
-    """One plan per cluster, in the tree's leaf order, the `cores` task slots shared
-    among them (`tasks_per_query`)."""
-    topology = deployment.topology()
-    clusters = [c for c in topology.clusters if topology.distributors[c]]
+    """One plan per cluster with distributors (passive ones have none), in the tree's leaf
+    order, the `cores` task slots shared among them (`tasks_per_query`)."""
+    clusters = deployment.topology().sources
     max_tasks = tasks_per_query(cores, len(clusters))
     return [plan_cluster(deployment, c, max_tasks, slots=cores) for c in clusters]

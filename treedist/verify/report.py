@@ -2,7 +2,9 @@
 
 Definitions (per verified cluster C, for one topic):
   * expected   - the identities of all originals on all clusters given; every original
-                 should be on every cluster, its own cluster included;
+                 should be on every cluster, its own cluster included, except the originals
+                 of a passive cluster (`clusters.<name>.passive`), which stay on it: on any
+                 other cluster they are unexpected;
   * missing    - expected identities not present on C;
   * duplicated - identities present on C more than once, counted as the extra copies;
   * unexpected - identities present on C that are not expected (an origin cluster outside
@@ -19,7 +21,7 @@ A cluster is clean when all of these are 0; the report is clean when every clust
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -104,7 +106,7 @@ class ClusterReport:
 @dataclass(frozen=True)
 class VerifyReport:
     topic: str
-    expected: int  # originals over all clusters: what every cluster should hold
+    expected: int  # originals over all clusters: what every active cluster should hold
     clusters: tuple[ClusterReport, ...]
 
     @property
@@ -136,8 +138,10 @@ def build_report(
     clusters: Sequence[ClusterRecords],
     max_examples: int = MAX_EXAMPLES,
     physical: Mapping[str, str] | None = None,
+    passive: Collection[str] = (),
 ) -> VerifyReport:
-    """Compare every cluster's records against the originals of all of them.
+    """Compare every cluster's records against the originals of all of them (a `passive`
+    cluster's originals only against itself).
 
     `topic` is the logical name; `physical` gives a cluster's own name for it where that
     differs (topic_format): originals are identified under their cluster's physical name, as
@@ -151,7 +155,18 @@ def build_report(
             raise ValueError(f"records of cluster {c.cluster!r} are for topic {c.topic!r}, not {want!r}")
     expected = _expected(clusters)
     total = sum(len(run) for run in expected.values())
-    return VerifyReport(topic, total, tuple(_check_cluster(c, expected, total, max_examples) for c in clusters))
+    return VerifyReport(topic, total, tuple(
+        _check_cluster(c, *_expected_on(c.cluster, expected, passive), max_examples) for c in clusters))
+
+
+def _expected_on(cluster: str, expected: dict[OriginPartition, OffsetRun],
+                 passive: Collection[str]) -> tuple[dict[OriginPartition, OffsetRun], int]:
+    """What `cluster` should hold: every original but those of other passive clusters, and
+    how many records that is."""
+    if not passive:
+        return expected, sum(len(run) for run in expected.values())
+    mine = {op: run for op, run in expected.items() if op.cluster == cluster or op.cluster not in passive}
+    return mine, sum(len(run) for run in mine.values())
 
 
 def _expected(clusters: Sequence[ClusterRecords]) -> dict[OriginPartition, OffsetRun]:

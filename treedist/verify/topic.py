@@ -25,7 +25,8 @@ def verify_topic(
 
     `clusters` restricts the read (default: all of the deployment, in its order); the
     expected set is then the originals of those clusters only. Raises a VerifyError naming
-    the cluster (and partition) when a cluster cannot be read completely. `progress(cluster,
+    the cluster (and partition) when a cluster cannot be read completely. A passive cluster's
+    originals are expected on it only (treedist.verify.report). `progress(cluster,
     done, total)` is called from the readers' threads as each cluster's read advances.
     """
     names = list(clusters) if clusters is not None else list(deployment.clusters)
@@ -33,7 +34,8 @@ def verify_topic(
         deployment.cluster(name)  # KeyError naming the known clusters
     summaries = read_all(deployment, topic, names, idle_timeout, progress)
     naming = deployment.naming()
-    return build_report(topic, summaries, physical={n: naming.physical(n, topic) for n in names})
+    return build_report(topic, summaries, physical={n: naming.physical(n, topic) for n in names},
+                        passive=deployment.passive_clusters())
 
 
 def read_all(deployment: Deployment, topic: str, names: Sequence[str], idle_timeout: float,
