@@ -216,7 +216,7 @@ class StatusSource:
         entries that name the batches (`checkpoint.batch_tokens`). A store that does not
         answer costs only the intents: the committed end is used."""
         committed = {level: dict(positions) for level, positions in newest.positions.items()}
-        if not plan.copies_ahead or __import__("os").environ.get("LAG_OLD"):
+        if not plan.copies_ahead:
             return committed
         behind = sorted({tp for positions in committed.values() for tp, pos in positions.items()
                          if latest.get(tp, pos) > pos})
