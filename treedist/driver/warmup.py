@@ -56,6 +56,20 @@ def start(spark: SparkSession, deployment: Deployment) -> threading.Thread | Non
     # exactly_once tasks build a transactional producer each: no kept producer to warm.
     kept = plans[0].distributor.delivery != EXACTLY_ONCE
     producers = {k: dict(v) for k, v in (plans[0].warm_producers or {}).items()} if kept else {}
+    # Spark keeps one Python daemon and worker pool per distinct worker environment, and
+    # its SQL tasks (the queries' data source reads) carry SPARK_SIMPLIFIED_TRACEBACK=1
+    # while simplified tracebacks are on (the default); an RDD job does not. Without the
+    # same variable the job forked a daemon and workers of its own that no query used:
+    # its parked clients were never taken, and they cost ~220 MiB of RSS (4-cluster tree).
+    # Set here, not in the thread: a query registered meanwhile copies sc.environment
+    # (py4j iterates it), and a key added during that failed its start ("dictionary changed
+    # size during iteration").
+    try:
+        if spark.conf.get(SIMPLIFIED_TRACEBACK_CONF, "true").lower() == "true":
+            spark.sparkContext.environment[SIMPLIFIED_TRACEBACK_ENV] = "1"
+    except Exception as err:  # an optimisation only, as above
+        log.info("no executor warm-up: %s", err)
+        return None
     thread = threading.Thread(target=_run, args=(spark, slots, consumers, producers), name="treedist-warmup", daemon=True)
     thread.start()
     return thread
@@ -66,13 +80,6 @@ def _run(spark: SparkSession, slots: int, consumers: list[dict], producers: dict
     try:
         sc = spark.sparkContext
         sc.setLocalProperty("spark.job.description", "treedist executor warm-up")
-        # Spark keeps one Python daemon and worker pool per distinct worker environment, and
-        # its SQL tasks (the queries' data source reads) carry SPARK_SIMPLIFIED_TRACEBACK=1
-        # while simplified tracebacks are on (the default); an RDD job does not. Without the
-        # same variable this job forked a daemon and workers of its own that no query used:
-        # its parked clients were never taken, and they cost ~220 MiB of RSS (4-cluster tree).
-        if spark.conf.get(SIMPLIFIED_TRACEBACK_CONF, "true").lower() == "true":
-            sc.environment[SIMPLIFIED_TRACEBACK_ENV] = "1"
         pids = sc.parallelize(range(slots), slots).mapPartitions(
             lambda _: [warm_worker(consumers, producers)]).collect()
         log.info("executor warm-up: %d task(s) in %d worker(s), %.1f s", len(pids), len(set(pids)),
