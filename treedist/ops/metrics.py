@@ -62,7 +62,8 @@ def _labels(link: dict) -> list[str]:
 
 def _link_metrics(links: list[dict]) -> Iterator[Metric]:
     lag = GaugeMetricFamily("treedist_lag_records", "Records of the source not yet copied by the distributor "
-                            "(latest offset minus committed position, summed over the topic's partitions).",
+                            "(latest offset minus the position copied up to: the committed batch's end, or a "
+                            "copy-ahead intent past it; summed over the topic's partitions).",
                             labels=[*LINK_LABELS, "topic"])
     age = GaugeMetricFamily("treedist_lag_seconds", "Age of the oldest record not yet copied.", labels=[*LINK_LABELS, "topic"])
     rate = GaugeMetricFamily("treedist_link_records_per_second", "Source records the link processed (copied or skipped) per second over the "
