@@ -398,8 +398,9 @@ class DistributorConfig(Frozen):
     micro-batch per linger instead of several per second (Spark's fixed cost per batch). 0 (the default): a task
     copies ahead only while a backlog keeps arriving. At 2,000 records/s on one link, CPU per copy fell from 310 us
     to 75 us at 1s and 36 us at 5s (docs/performance.md, "Longer lingers"), for more memory (a Python worker per task
-    thread) and counters and status lag that report at a task's end (status lag shows 1.5-2.5 lingers while records
-    land within 0.2 s). A lingering task holds a
+    thread) and live counters that report a task's copies at its end, up to a linger late (the status's lag counts
+    the copies made ahead: it reads what lands). Keep it well below max(60 s, 10 trigger intervals): a link whose
+    query commits nothing for that long while records wait shows as failed. A lingering task holds a
     Spark task slot: with a local master, the application then runs at least one task thread per cluster query. Ends
     early when the link stops or its targets switch (local executors); not in `delivery: exactly_once` (no copying
     ahead there)."""
