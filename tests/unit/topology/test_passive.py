@@ -80,7 +80,7 @@ def test_PASSIVE_REFUSED_EXACTLY_WHEN_RELAYING(data):
 
 
 @given(valid_cases())
-@settings(max_examples=300)
+@settings(max_examples=200)
 def test_ACTIVE_REACHES_ALL_ONCE_PASSIVE_STAYS_LOCAL_PASSIVE_NEVER_COPIES(case):
     tree, passive, overrides = case
     topology = build_topology(tree, overrides, passive)
@@ -112,7 +112,7 @@ def test_ONCE_ACROSS_SWITCHES_WITH_PASSIVE(data):
 
 
 @given(st.data())
-@settings(max_examples=300)
+@settings(max_examples=150)
 def test_FAILOVER_NEVER_PICKS_A_RELAYING_PASSIVE(data):
     tree, passive, overrides = data.draw(valid_cases())
     topology = build_topology(tree, overrides, passive)
