@@ -14,6 +14,7 @@ import sys
 import typer
 
 from treedist.errors import TreedistError
+from treedist.memory import limit_malloc_arenas
 
 app = typer.Typer(
     name="treedist",
@@ -77,6 +78,7 @@ def main() -> None:
     """Run the command; a treedist error is one line on stderr and exit 2 (with its
     traceback in the log too when the command runs with --log-level debug); any other
     exception is one line and exit 3, its traceback printed only with --debug."""
+    limit_malloc_arenas()  # before any thread of this process starts (treedist.memory)
     debug = DEBUG_FLAG in sys.argv[1:]
     if debug:
         sys.argv = [sys.argv[0]] + [a for a in sys.argv[1:] if a != DEBUG_FLAG]

@@ -18,6 +18,7 @@ from typing import Mapping
 
 from pyspark.sql import SparkSession
 
+from treedist.memory import ARENA_ENV, MALLOC_ARENAS
 from treedist.spark.address import BIND_KEY, HOST_KEY, LOOPBACK, WILDCARDS, resolve_driver_address
 from treedist.spark.submitted import check_deploy_mode, submitted_conf, submitted_settings
 
@@ -59,11 +60,6 @@ LEAN_JVM_OPTIONS = (
     "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms64m -Xmn48m -XX:MinHeapFreeRatio=30 -XX:MaxHeapFreeRatio=50"
 )
 
-# glibc gives threads that allocate their own malloc arenas (up to 8 per core, each touched
-# in part): the JVM's many threads and librdkafka's threads in every Python process. Two
-# arenas per process suffice where the heavy work is single-threaded (measured only together
-# with the other memory changes; docs/performance.md, "Where the time goes").
-MALLOC_ARENAS = "2"
 
 # Quiet logs (docs/operations.md): Spark's chatty loggers at ERROR (see the file for which and why).
 QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
@@ -209,8 +205,8 @@ def build_session(
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     # Read by glibc at process start: the JVM launched below and every Python process it
-    # starts (planners, daemons, workers) inherit it.
-    os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)
+    # starts (planners, daemons, workers) inherit it (treedist.memory says why).
+    os.environ.setdefault(ARENA_ENV, str(MALLOC_ARENAS))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     _add_startup_path()
