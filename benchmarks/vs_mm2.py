@@ -50,6 +50,9 @@ DEFAULT_RECORDS = {"single_link": 6_000_000, "full_sync": 500_000, "wan": 1_000_
 SMOKE_RECORDS = {"single_link": 3_000_000, "full_sync": 200_000, "wan": 200_000}
 
 
+PAIRED_VARIANTS = (contenders.TREEDIST_ALO, contenders.TREEDIST_SLOTS3, contenders.TREEDIST_NOAHEAD, contenders.TREEDIST_TWOWAY)
+
+
 def parse(argv) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", required=True, choices=sorted(contenders.SCENARIOS))
@@ -64,8 +67,9 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--rate", help="fixed-rate mode: records/s on c1, e.g. 2000 or 2000,10000,50000")
     p.add_argument("--warmup", type=float, default=10.0, help="fixed-rate mode: seconds at the rate before measuring")
     p.add_argument("--contenders", default=",".join(contenders.CONTENDERS),
-                   help=f"of {', '.join(contenders.CONTENDERS + (contenders.TREEDIST_ALO, contenders.TREEDIST_NOAHEAD, contenders.TREEDIST_SLOTS3))} "
-                        "(treedist_noahead: treedist with distributor.copy_ahead false; treedist_slots3: treedist on local[3,4])")
+                   help=f"of {', '.join(contenders.CONTENDERS + PAIRED_VARIANTS)} "
+                        "(treedist_noahead: treedist with distributor.copy_ahead false; treedist_slots3: treedist on local[3,4]; "
+                        "treedist_twoway: single link with c2 distributing too, not passive)")
     p.add_argument("--delivery", default="at_least_once", choices=("at_least_once", "exactly_once"),
                    help="exactly_once: treedist with distributor.delivery exactly_once, MM2 with KIP-618 exactly-once, "
                         "counts and latency read_committed (the contender treedist_alo stays at_least_once)")
@@ -118,21 +122,16 @@ def round_ratios(runs: dict, rate_mode: bool) -> dict:
         "cpu_per_copy_treedist_over_loop": ratio(fig("treedist", "cpu_us_per_copy"), fig("loop", "cpu_us_per_copy")),
         "broker_cpu_per_copy_treedist_over_mm2": ratio(fig("treedist", "broker_cpu_us_per_copy"), fig("mm2", "broker_cpu_us_per_copy")),
     }
-    alo = contenders.TREEDIST_ALO
-    if alo in runs:  # exactly_once against at_least_once, paired per round (issue 35's 1.3x CPU target)
-        out["throughput_treedist_over_treedist_alo"] = ratio(fig("treedist", "copies_per_second"), fig(alo, "copies_per_second"))
-        out["cpu_per_copy_treedist_over_treedist_alo"] = ratio(fig("treedist", "cpu_us_per_copy"), fig(alo, "cpu_us_per_copy"))
-    slots3 = contenders.TREEDIST_SLOTS3
-    if slots3 in runs:  # two task slots against three, paired per round (issue 30 point 7)
-        out["throughput_treedist_over_treedist_slots3"] = ratio(fig("treedist", "copies_per_second"), fig(slots3, "copies_per_second"))
-        out["cpu_per_copy_treedist_over_treedist_slots3"] = ratio(fig("treedist", "cpu_us_per_copy"), fig(slots3, "cpu_us_per_copy"))
-    noahead = contenders.TREEDIST_NOAHEAD
-    if noahead in runs:  # copying ahead on against off, paired per round (issue 30 point 7)
-        out["throughput_treedist_over_treedist_noahead"] = ratio(fig("treedist", "copies_per_second"), fig(noahead, "copies_per_second"))
-        out["cpu_per_copy_treedist_over_treedist_noahead"] = ratio(fig("treedist", "cpu_us_per_copy"), fig(noahead, "cpu_us_per_copy"))
-        if not rate_mode and "treedist" in runs:
-            out["throughput_with_startup_treedist_over_treedist_noahead"] = ratio(
-                runs["treedist"]["with_startup"]["copies_per_second"], runs[noahead]["with_startup"]["copies_per_second"])
+    # treedist against a variant of itself, paired per round: exactly_once against at_least_once
+    # (issue 35's 1.3x CPU target), two task slots against three and copying ahead on against off
+    # (issue 30 point 7), the one-way single link against the two-way deployment (issue 31).
+    for variant in PAIRED_VARIANTS:
+        if variant in runs:
+            out[f"throughput_treedist_over_{variant}"] = ratio(fig("treedist", "copies_per_second"), fig(variant, "copies_per_second"))
+            out[f"cpu_per_copy_treedist_over_{variant}"] = ratio(fig("treedist", "cpu_us_per_copy"), fig(variant, "cpu_us_per_copy"))
+            if not rate_mode and "treedist" in runs and variant == contenders.TREEDIST_NOAHEAD:
+                out[f"throughput_with_startup_treedist_over_{variant}"] = ratio(
+                    runs["treedist"]["with_startup"]["copies_per_second"], runs[variant]["with_startup"]["copies_per_second"])
     if not rate_mode and "treedist" in runs and "mm2" in runs:
         out["throughput_with_startup_treedist_over_mm2"] = ratio(runs["treedist"]["with_startup"]["copies_per_second"],
                                                                  runs["mm2"]["with_startup"]["copies_per_second"])
@@ -189,8 +188,8 @@ def favours(args, rounds: list[dict], rate_mode: bool) -> tuple[list[str], list[
         "before every record's copy landed (`checks` names any run with duplicates)",
     ]
     if args.scenario == "single_link":
-        fav.append("mm2, loop: treedist's `treedist run -c` also runs c2's query, which reads every copy to skip it "
-                   "(its CPU is counted in treedist's)")
+        fav.append("treedist_twoway (if run): its c2 distributes too, so its query reads every copy to skip it (its CPU "
+                   "is counted); treedist runs the one-way link (c2 passive), the one flow MM2 and the loop run")
     else:
         fav.append("mm2: a full mesh copies every record in one hop; on the tree c1's records reach c4 through c3 "
                    "(reads per record: mesh 3, tree 4), which costs treedist and the loop; the tree's copies of a "

@@ -5,9 +5,10 @@ to create, where each contender's copies land (the landing sampler's targets) an
 copies a record makes (the same for every contender: checked after each run).
 
 - single_link: c1 -> c2. MM2: one flow, IdentityReplicationPolicy (the copy keeps the topic's
-  name). treedist: the 2-cluster deployment (one level over c1, c2), `treedist run -c`; only
-  c1 produces, so the copies go one way (c2's query reads them and skips them). Loop: one
-  process per core on c1, the partitions split between them.
+  name). treedist: the 2-cluster deployment (one level over c1, c2) with c2 passive
+  (`clusters.c2.passive`: a one-way link, no query on c2), `treedist run -c`; `treedist_twoway`
+  the same without passive (c2's query reads every copy and skips it). Loop: one process per
+  core on c1, the partitions split between them.
 - full_sync: c1..c4. MM2: the full mesh, 12 flows, DefaultReplicationPolicy (c1's `t` lands as
   `c1.t` on c2, c3, c4; MM2 never copies a remote topic on: 3 copies per record). treedist: the
   4-cluster reference tree (3 copies per record, c1's records reach c4 in two hops). Loop: one
@@ -41,6 +42,9 @@ TREEDIST_NOAHEAD = "treedist_noahead"
 # the two shared task slots built on noida-db (issue 30 point 7).
 TREEDIST_SLOTS3 = "treedist_slots3"
 SLOTS3_MASTER = "local[3,4]"
+# treedist with no passive cluster: on the single link, c2 then distributes too (its query reads
+# every copy to skip it); the paired baseline of the one-way link MM2's single flow is compared with.
+TREEDIST_TWOWAY = "treedist_twoway"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,9 @@ class Scenario:
     tree: object
     mm2_flows: tuple[tuple[str, str], ...]
     mm2_policy: str
+    # Clusters whose records are not distributed (`clusters.<name>.passive`): on the single link
+    # c2, so that treedist runs the one flow MM2 runs (c1 -> c2) and no query on c2.
+    passive: tuple[str, ...] = ()
 
     def producers(self, rate_mode: bool) -> list[str]:
         """Clusters that produce records: single_link only c1; full_sync all (at a fixed rate:
@@ -86,7 +93,7 @@ class Scenario:
 
 SCENARIOS = {
     "single_link": Scenario("single_link", ("c1", "c2"), {"level": 1, "children": ["c1", "c2"]},
-                            (("c1", "c2"),), mm2.IDENTITY),
+                            (("c1", "c2"),), mm2.IDENTITY, passive=("c2",)),
     "full_sync": Scenario("full_sync", ("c1", "c2", "c3", "c4"), REFERENCE_4,
                           tuple((s, t) for s in ("c1", "c2", "c3", "c4") for t in ("c1", "c2", "c3", "c4") if s != t),
                           mm2.DEFAULT_POLICY),
@@ -146,13 +153,14 @@ def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, 
                                exactly_once=delivery == "exactly_once")
         proc = mm2.start(props, workdir, run_id)
         return Handle(run_id, [proc], [workdir / f"{run_id}.log"], lambda: stop_pid(proc.pid, grace=30)), props
-    if contender in ("treedist", TREEDIST_ALO, TREEDIST_NOAHEAD, TREEDIST_SLOTS3):
+    if contender in ("treedist", TREEDIST_ALO, TREEDIST_NOAHEAD, TREEDIST_SLOTS3, TREEDIST_TWOWAY):
         mode = "at_least_once" if contender == TREEDIST_ALO else delivery
         master = SLOTS3_MASTER if contender == TREEDIST_SLOTS3 else master
         config = write_deployment(workdir / f"{run_id}.yaml", boot, scenario.tree, [topic], workdir / f"ck-{run_id}", master,
                                   distributor={**(distributor or {}), **({"delivery": mode} if mode != "at_least_once" else {}),
                                                **({"copy_ahead": False} if contender == TREEDIST_NOAHEAD else {})}
-                                  or None)
+                                  or None,
+                                  passive=() if contender == TREEDIST_TWOWAY else scenario.passive)
         run = TreedistRun(config, workdir / f"{run_id}.log")
         return Handle(run_id, [run.proc], [run.log_file], lambda: run.stop()), {"deployment": config.read_text()}
     if contender == "loop":

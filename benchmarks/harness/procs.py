@@ -104,6 +104,7 @@ class TreeMeter:
     kind_history: list[tuple[float, dict[str, dict[str, float]]]] = field(default_factory=list)  # (time, tree -> kind -> cpu)
     kinds: dict[int, str] = field(default_factory=dict)
     peak_rss_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # at each tree's peak
+    peak_count_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # processes of each kind then
     # The peak as first measured: spawn clones of the JVM included (see `_spawn_clones`).
     peak_rss_with_clones: dict[str, int] = field(default_factory=dict)
     spawn_clones_seen: int = 0
@@ -164,10 +165,13 @@ class TreeMeter:
                 if rss > self.peak_rss.get(name, 0):
                     self.peak_rss[name] = rss
                     by_kind: dict[str, int] = {}
+                    count: dict[str, int] = {}
                     for pid in pids:
                         label = self.kinds.get(pid) or kind(pid)
                         by_kind[label] = by_kind.get(label, 0) + procs[pid][2]
+                        count[label] = count.get(label, 0) + 1
                     self.peak_rss_by_kind[name] = by_kind
+                    self.peak_count_by_kind[name] = count
             now = time.monotonic()
             self.history.append((now, {n: sum(seen.values()) for n, seen in self._cpu.items()}, machine_busy_seconds()))
             self.kind_history.append((now, {n: self._kinds_of(seen) for n, seen in self._cpu.items()}))

@@ -181,6 +181,14 @@ def _peak_memory(ctx: Context, prefix: str) -> dict:
     mib = 1 << 20
     rss = sum(v for k, v in ctx.meter.peak_rss.items() if k.startswith(prefix))
     out = {"peak_rss_mib": round(rss / mib)}
+    by_kind: dict[str, int] = {}  # what the peak held, by process kind (executors, planners, the JVM, ...)
+    for name, kinds in ctx.meter.peak_rss_by_kind.items():
+        if name.startswith(prefix):
+            for label, value in kinds.items():
+                by_kind[label] = by_kind.get(label, 0) + value
+    out["peak_rss_mib_by_kind"] = {label: round(value / mib) for label, value in sorted(by_kind.items())}
+    out["peak_processes_by_kind"] = {label: sum(c.get(label, 0) for n, c in ctx.meter.peak_count_by_kind.items()
+                                                if n.startswith(prefix)) for label in sorted(by_kind)}
     if ctx.meter.measure_pss:
         out["peak_pss_mib"] = round(sum(v for k, v in ctx.meter.peak_pss.items() if k.startswith(prefix)) / mib)
     return out

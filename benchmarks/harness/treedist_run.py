@@ -19,9 +19,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def write_deployment(path: Path, bootstrap: dict[str, str], tree: object, topics: list[str], checkpoints: Path,
-                     master: str = "local[2,4]", distributor: dict | None = None) -> Path:
+                     master: str = "local[2,4]", distributor: dict | None = None, passive: tuple[str, ...] = ()) -> Path:
+    """Write a deployment for `treedist run -c`; `passive` clusters only receive (`clusters.<name>.passive`)."""
     spec = local_deployment(bootstrap, topics=topics, tree=tree, checkpoint_location=str(checkpoints),
                             spark={"master": master}, **({"distributor": distributor} if distributor else {}))
+    for name in passive:
+        spec["clusters"][name]["passive"] = True
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
 
