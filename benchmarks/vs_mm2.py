@@ -243,6 +243,8 @@ def main(argv=None) -> int:
     watchdog(args.max_seconds)
     scenario = contenders.SCENARIOS[args.scenario]
     names = [c for c in args.contenders.split(",") if c]
+    if contenders.TREEDIST_TWOWAY in names and not scenario.passive:
+        raise SystemExit(f"{contenders.TREEDIST_TWOWAY}: {args.scenario} has no passive cluster, so it would run as treedist")
     rates = [float(r) for r in args.rate.split(",")] if args.rate else []
     started_at = machine()
     workdir = Path(tempfile.mkdtemp(prefix="treedist-vs-mm2-"))

@@ -32,7 +32,7 @@ def limit_malloc_arenas(count: int = MALLOC_ARENAS) -> bool:
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: Windows has no CDLL(None)
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return mallopt(M_ARENA_MAX, count) == 1

@@ -20,7 +20,9 @@ def main(argv=None) -> int:
     p.add_argument("-c", "--config", type=Path, required=True)
     p.add_argument("--unit", action="append", required=True, help="a unit name, e.g. messages/src (repeatable)")
     args = p.parse_args(argv)
+    from treedist.memory import limit_malloc_arenas
 
+    limit_malloc_arenas()  # as `treedist` does first thing: the driver measured is the one users run
     from treedist.config.loader import load_deployment
     from treedist.driver.process import DriverProcess
 

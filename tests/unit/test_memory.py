@@ -63,3 +63,18 @@ def test_an_operators_malloc_arena_max_stays(monkeypatch):
     from treedist.memory import limit_malloc_arenas
 
     assert limit_malloc_arenas() is False
+
+
+def test_without_glibcs_mallopt_it_declines(monkeypatch):
+    # musl, macOS (no mallopt symbol) and Windows (no CDLL(None)): no cap, no error.
+    import ctypes
+
+    from treedist import memory
+
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+
+    def no_libc(name, *args, **kwargs):
+        raise TypeError("expected str, bytes or os.PathLike object, not NoneType")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_libc)
+    assert memory.limit_malloc_arenas() is False
