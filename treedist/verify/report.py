@@ -106,7 +106,10 @@ class ClusterReport:
 @dataclass(frozen=True)
 class VerifyReport:
     topic: str
-    expected: int  # originals over all clusters: what every active cluster should hold
+    # The originals of the active clusters (all of them when none is passive): what every
+    # active cluster should hold. A passive cluster also holds its own (its ClusterReport's
+    # `expected` says so), which no other cluster should.
+    expected: int
     clusters: tuple[ClusterReport, ...]
 
     @property
@@ -154,8 +157,8 @@ def build_report(
         if c.topic != want:
             raise ValueError(f"records of cluster {c.cluster!r} are for topic {c.topic!r}, not {want!r}")
     expected = _expected(clusters)
-    total = sum(len(run) for run in expected.values())
-    return VerifyReport(topic, total, tuple(
+    active = sum(len(run) for op, run in expected.items() if op.cluster not in passive)
+    return VerifyReport(topic, active, tuple(
         _check_cluster(c, *_expected_on(c.cluster, expected, passive), max_examples) for c in clusters))
 
 

@@ -3,7 +3,8 @@
 Named invariants, over random perfect distributions with one cluster made passive (its
 originals' copies removed everywhere):
 - PASSIVE_ORIGINALS_STAY_LOCAL_IS_CLEAN: the report is clean, and the passive cluster expects
-  every original while the others expect all but its originals;
+  every original while the others expect all but its originals, the report's top-level
+  `expected` too;
 - A_PASSIVE_ORIGINAL_ELSEWHERE_IS_UNEXPECTED: on the unchanged distribution (its copies
   still everywhere), every other cluster reports exactly those copies as unexpected.
 """
@@ -32,6 +33,8 @@ def test_PASSIVE_ORIGINALS_STAY_LOCAL_IS_CLEAN_and_ELSEWHERE_UNEXPECTED(world: W
     one_way = {c: [r for r in log if not _from(r, passive)] for c, log in world.logs.items()}
     report = build_report(TOPIC, summarise(one_way), passive={passive})
     assert report.ok, report.as_dict()
+    # the top level counts what an active cluster holds: every original but the passive one's
+    assert report.expected == report.as_dict()["expected"] == len(world.originals) - own
     for c in report.clusters:
         assert c.expected == len(world.originals) - (0 if c.cluster == passive else own)
 
