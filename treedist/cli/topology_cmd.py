@@ -92,8 +92,10 @@ def simulate_command(
     receipts = Table(title="times each cluster receives the record")
     receipts.add_column("cluster")
     receipts.add_column("received")
+    receipts.add_column("expected")  # 0 beside a passive origin: its records stay on it
     for cluster, count in result.receipts.items():
-        receipts.add_row(cluster, str(count), style=None if count == 1 else "red")
+        should = result.should_receive(cluster)
+        receipts.add_row(cluster, str(count), str(should), style=None if count == should else "red")
     console.print(receipts)
     verdict = ("NOT exactly once" if not result.exactly_once else
                f"{origin} is passive: it stays there" if result.local else "every cluster receives it exactly once")

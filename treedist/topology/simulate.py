@@ -34,10 +34,15 @@ class Simulation:
     receipts: dict[str, int] = field(default_factory=dict)
     local: bool = False  # produced on a passive cluster: it should stay there
 
+    def should_receive(self, cluster: str) -> int:
+        """How often `cluster` should hold the record: once, or for a passive origin, once on
+        the origin and never elsewhere."""
+        return 1 if not self.local or cluster == self.origin else 0
+
     @property
     def exactly_once(self) -> bool:
-        """Every cluster holds the record once (only its origin, for a passive origin)."""
-        return all(n == (1 if not self.local or c == self.origin else 0) for c, n in self.receipts.items())
+        """Every cluster holds the record as often as it should (`should_receive`)."""
+        return all(n == self.should_receive(c) for c, n in self.receipts.items())
 
 
 def simulate(

@@ -14,9 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from treedist.cli import app
+
+from tests.unit.conftest import FOUR_CLUSTER_YAML
 
 TREEDIST = Path(sys.executable).parent / "treedist"
 
@@ -152,11 +155,46 @@ def test_simulate_prints_hop_and_receipt_tables(four_cluster_file):
     assert ["c1", "c2", "1", "0000", "0001"] in rows
     assert ["c1", "c3", "3", "0000", "0100"] in rows
     assert ["c3", "c4", "1", "0100", "0101"] in rows
-    assert ["cluster", "received"] in rows
+    assert ["cluster", "received", "expected"] in rows
     for cluster in ("c1", "c2", "c3", "c4"):
-        assert [cluster, "1"] in rows
+        assert [cluster, "1", "1"] in rows
     assert "3 copies" in out
     assert "exactly once" in out and "NOT" not in out
+
+
+@pytest.fixture
+def passive_c2_file(write_yaml) -> Path:
+    """The four-cluster tree with c2 passive; c4-L3 (default target c2, which would relay) goes to c1."""
+    data = yaml.safe_load(FOUR_CLUSTER_YAML)
+    data["clusters"]["c2"]["passive"] = True
+    data["targets"] = [{"cluster": "c4", "level": 3, "target": "c1"}]
+    return write_yaml(yaml.safe_dump(data, sort_keys=False), "passive.yaml")
+
+
+def test_simulate_a_passive_origin_shows_the_others_zero_receipts_as_expected(passive_c2_file):
+    out = run_ok("simulate", "-c", str(passive_c2_file), "--origin", "c2")
+    rows = table_rows(out)
+    assert ["cluster", "received", "expected"] in rows
+    assert ["c2", "1", "1"] in rows
+    for cluster in ("c1", "c3", "c4"):
+        assert [cluster, "0", "0"] in rows
+    assert "0 copies; c2 is passive: it stays there" in out
+    # in colour, nothing is red: every count is what it should be
+    env = dict(os.environ, COLUMNS="200", FORCE_COLOR="1", TERM="xterm-256color")
+    env.pop("NO_COLOR", None)
+    proc = subprocess.run([str(TREEDIST), "simulate", "-c", str(passive_c2_file), "--origin", "c2"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" in proc.stdout and "\x1b[31m" not in proc.stdout, proc.stdout
+
+
+def test_simulate_json_of_a_passive_origin_is_exactly_once_with_no_copies(passive_c2_file):
+    data = json.loads(run_ok("simulate", "-c", str(passive_c2_file), "--origin", "c2", "--json"))
+    assert data["receipts"] == {"c1": 0, "c2": 1, "c3": 0, "c4": 0}
+    assert (data["exactly_once"], data["passive_origin"], data["copies"]) == (True, True, 0)
+    # an active origin's record still reaches the passive cluster once
+    data = json.loads(run_ok("simulate", "-c", str(passive_c2_file), "--origin", "c4", "--json"))
+    assert data["receipts"] == {"c1": 1, "c2": 1, "c3": 1, "c4": 1} and data["exactly_once"] is True
 
 
 def test_simulate_unknown_origin_exits_2_naming_the_cluster(four_cluster_file):
