@@ -38,6 +38,7 @@ from treedist.config.offsets import OffsetsConfig
 from treedist.config.secrets import is_secret_key
 from treedist.topology import (
     MalformedFlagsPolicy,
+    NoActiveClusterError,
     PassiveRelayError,
     Node,
     Topology,
@@ -612,11 +613,10 @@ class Deployment(Frozen):
         missing = set(self.clusters) - set(_tree_leaves(self.tree))
         if missing:
             raise ValueError(f"clusters {sorted(missing)} are not leaves of the tree")
-        if self.passive_clusters() == set(self.clusters):
-            raise ValueError("clusters: every cluster is passive; at least one must be active (its records are "
-                             "distributed)")
         try:
             self.topology()
+        except NoActiveClusterError as err:
+            raise ValueError(f"clusters.*.passive: {err}") from None
         except PassiveRelayError as err:
             raise ValueError(f"clusters.{err.cluster}.passive: {err}") from None
         except TopologyError as err:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Mapping
 
-from treedist.topology.errors import PassiveRelayError, TopologyError
+from treedist.topology.errors import NoActiveClusterError, PassiveRelayError, TopologyError
 from treedist.topology.flags import level_bit, level_mask, should_copy
 from treedist.topology.tree import Node, leaves, path_to
 
@@ -96,7 +96,8 @@ def receivers(subtree: tuple[str, ...], passive: Collection[str]) -> tuple[str, 
 def build_topology(tree: Node, overrides: TargetOverrides | None = None,
                    passive: Collection[str] = ()) -> Topology:
     """Derive every cluster's distributors; passive clusters get none. Raises TopologyError
-    for a bad override or passive set, PassiveRelayError (one of them) when a distributor
+    for a bad override or passive set (NoActiveClusterError, one of them, when every cluster
+    is passive), PassiveRelayError (one of them) when a distributor
     would copy to a passive cluster that would have to relay."""
     overrides = dict(overrides or {})
     passive = frozenset(passive)
@@ -104,7 +105,8 @@ def build_topology(tree: Node, overrides: TargetOverrides | None = None,
     if passive - set(clusters):
         raise TopologyError(f"passive clusters {sorted(passive - set(clusters))} are not leaves of the tree")
     if passive >= set(clusters):
-        raise TopologyError("every cluster is passive: at least one must be active (its records are distributed)")
+        raise NoActiveClusterError("every cluster is passive: at least one must be active (its records are "
+                                   "distributed)")
     for cluster, level in overrides:
         if cluster in passive:
             raise TopologyError(f"target override for cluster {cluster!r} level {level}: "

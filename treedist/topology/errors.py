@@ -5,6 +5,10 @@ class TopologyError(TreedistError):
     """A tree or a target override that breaks the distribution model's rules."""
 
 
+class NoActiveClusterError(TopologyError):
+    """Every cluster is passive: no records would be distributed (the one place this is checked)."""
+
+
 class PassiveRelayError(TopologyError):
     """A distributor that would copy to a passive cluster that would have to relay the copy."""
 

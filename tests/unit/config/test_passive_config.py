@@ -49,9 +49,12 @@ def test_with_an_override_to_the_active_leaf_it_loads_and_has_no_units(write_yam
 
 
 def test_every_cluster_passive_is_refused(write_yaml):
-    _, load = _load(write_yaml, ["c1", "c2", "c3", "c4"])
-    with pytest.raises(ConfigError, match="clusters: every cluster is passive; at least one must be active"):
+    path, load = _load(write_yaml, ["c1", "c2", "c3", "c4"])
+    with pytest.raises(ConfigError) as info:
         load()
+    message = str(info.value)  # the topology's message, placed at the field
+    assert "\n" not in message and str(path) in message
+    assert "clusters.*.passive: every cluster is passive: at least one must be active" in message, message
 
 
 def test_an_override_of_a_passive_clusters_distributor_is_refused(write_yaml):

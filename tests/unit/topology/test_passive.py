@@ -22,7 +22,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from treedist.topology import PassiveRelayError, TopologyError, build_topology, simulate
+from treedist.topology import NoActiveClusterError, PassiveRelayError, TopologyError, build_topology, simulate
 from treedist.topology.failover import choose_target
 from treedist.topology.tree import Inner, Leaf
 
@@ -151,8 +151,8 @@ def test_a_sibling_subtree_of_passive_clusters_only_is_refused_with_no_override_
 
 def test_every_cluster_passive_or_an_override_on_a_passive_cluster_is_refused():
     tree = Inner(1, Leaf("c1"), Leaf("c2"))
-    with pytest.raises(TopologyError, match="at least one must be active"):
-        build_topology(tree, passive={"c1", "c2"})
+    with pytest.raises(NoActiveClusterError, match="^every cluster is passive: at least one must be active"):
+        build_topology(tree, passive={"c1", "c2"})  # the one place this is checked (config names the field)
     with pytest.raises(TopologyError, match="'c2' is passive and has no distributors"):
         build_topology(tree, {("c2", 1): "c1"}, passive={"c2"})
     link = build_topology(tree, passive={"c2"})  # the single one-way link c1 -> c2
