@@ -38,7 +38,8 @@ def recent_batches(checkpoint: str, window_s: float, now: float, at_most: int = 
             if text is None:
                 continue
             committed_at = commits[str(batch_id)]
-            found.append(Batch(batch_id, committed_at, _positions(checkpoint, batch_id, text.splitlines())))
+            offset = _offset(checkpoint, batch_id, text.splitlines())
+            found.append(Batch(batch_id, committed_at, _positions(checkpoint, batch_id, offset), batch_token(offset)))
             if committed_at < now - window_s:
                 break
     except CheckpointStoreError as err:
@@ -46,21 +47,24 @@ def recent_batches(checkpoint: str, window_s: float, now: float, at_most: int = 
     return list(reversed(found))
 
 
-def batch_tokens(checkpoint: str, batch_id: int, store: Store | None = None) -> tuple[str | None, str | None]:
-    """The identities (`positions.batch_token`) of the end of batch `batch_id` and of the
-    batch planned after it, each None when its offset log entry is missing (nothing planned
-    yet, or purged). What the copy-ahead intents name (`treedist.ops.copied`). Two small
-    reads on the checkpoint's store. Raises OpsError when the store cannot be read or an
-    entry is not a treedist offset."""
+def planned_after(checkpoint: str, batch_id: int, store: Store | None = None) -> tuple[str | None, float | None]:
+    """The identity (`positions.batch_token` of its end) of the batch planned after batch
+    `batch_id`, and when it was planned (its offset log entry's modification time, wall
+    clock of the store); (None, None) when nothing was planned after it yet. What the
+    copy-ahead intents of a running batch name (`treedist.ops.copied`); the committed
+    batch's identity is its `Batch.token`. One listing of `offsets/` and one small read on
+    the checkpoint's store. Raises OpsError when the store cannot be read or the entry is
+    not a treedist offset."""
     store = store or Store()
-    out: list[str | None] = []
+    name = str(batch_id + 1)
     try:
-        for one in (batch_id, batch_id + 1):
-            text = store.read_text(join(checkpoint, "offsets", str(one)))
-            out.append(None if text is None else batch_token(_offset(checkpoint, one, text.splitlines())))
+        planned_at = store.files(join(checkpoint, "offsets")).get(name)
+        text = store.read_text(join(checkpoint, "offsets", name)) if planned_at is not None else None
     except CheckpointStoreError as err:
         raise OpsError(f"checkpoint {checkpoint}: {err}") from None
-    return out[0], out[1]
+    if text is None:
+        return None, None
+    return batch_token(_offset(checkpoint, batch_id + 1, text.splitlines())), planned_at
 
 
 def _offset(root: str, batch_id: int, lines: list[str]) -> dict:
@@ -76,8 +80,7 @@ def _offset(root: str, batch_id: int, lines: list[str]) -> dict:
     return offset
 
 
-def _positions(root: str, batch_id: int, lines: list[str]) -> dict:
-    offset = _offset(root, batch_id, lines)
+def _positions(root: str, batch_id: int, offset: dict) -> dict:
     try:
         levels = LevelPositions.from_dict(offset)
     except (ValueError, PipelineError) as err:

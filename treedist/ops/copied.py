@@ -15,12 +15,27 @@ batch's end, the partition's window end `until`, and the offset copied up to `to
   committed only once every copy of it was acknowledged, so its records up to `to` landed;
 - the batch planned after it (`running`: its offset log entry exists, its commit does not;
   its task runs or is retried): its task writes an intent before it produces each run, so
-  `to` counts records handed to the producers, not all acknowledged yet. The lag may then
-  read low by the records in flight: normally the last run (one consume, <= 50 ms of
-  records) and what waits in the producers' `linger.ms`. When that task fails, its intents
-  stay until the retry rewrites them; the caller drops them while the query is known failed
-  (`failed`), and a crashed application shows as stalled (no commit while records wait)
-  whatever its lag reads.
+  `to` counts records handed to the producers, not all acknowledged yet. They count only
+  while that batch is young (`counts_running`: planned at most the linger, or the ~1 s a
+  backlog is copied ahead, plus RUNNING_MARGIN_S ago): a lingering task produces for its
+  whole linger without waiting for acknowledgements, so against a target that does not
+  acknowledge, the lag may read low by at most the records the batch handed over in that
+  time, and for at most that long; then it counts from what landed again. Normally it
+  reads low only by the records in flight: the last run (one consume, <= 50 ms of records)
+  and what waits in the producers' `linger.ms`. When the query is known failed (`failed`)
+  they do not count at all.
+
+The link's STATE is not decided from that figure: whether records wait with no commit for
+the stall time (`figures.link_state`) is decided from what landed only (`failed=True`: the
+committed end and the committed batch's intents), so a task that copied up to the latest
+offset and then hung, or whose driver died, or whose target stopped acknowledging, still
+shows as failed once nothing commits for the stall time.
+
+An intent whose `to` is beyond the partition's latest offset (as read for the same refresh)
+is ignored: local intents are rewritten in place (`Intents.write`) and a read racing a
+rewrite of the same length may parse a mix of both ("19999" -> "20000" read as "29999").
+A mix that stays within the latest offset reads the lag low until the next refresh rewrites
+or rereads it.
 
 Any other intent (an older batch's, one whose window end is not the committed position) is
 ignored. Named invariants (tests/unit/ops/test_copied.py):
@@ -30,6 +45,13 @@ ignored. Named invariants (tests/unit/ops/test_copied.py):
   the partition's intent's `to`.
 - COMMITTED_WITHOUT_INTENTS: without an intent of either batch, the position is the
   committed end.
+- NEVER_BEYOND_LATEST: a position above the committed end is never above the partition's
+  latest offset (a torn read does not count).
+- LANDED_NOT_AHEAD: the positions with `failed=True` (what landed: what the state is
+  decided from) are never above those without (what the lag shows).
+- RUNNING_EXPIRES: `counts_running` is False for a batch planned more than its task's
+  copy-ahead time plus RUNNING_MARGIN_S ago (or not known to be planned), and never True
+  for a batch older than one for which it is False.
 """
 
 from __future__ import annotations
@@ -49,16 +71,33 @@ class Intent:
     to: int  # the offset copied up to (>= until)
 
 
+# How long after its planning a batch's task may still be handing over records it copies
+# ahead, beyond its copy-ahead time: the task waiting for its slot and its windows' reads
+# (normally well under a second), the file system's and this host's clocks apart.
+RUNNING_MARGIN_S = 5.0
+
+
+def counts_running(planned_at: float | None, now: float, copies_ahead_s: float) -> bool:
+    """Whether the running batch's intents count for the shown lag: it was planned (its
+    offset log entry written at `planned_at`, wall clock) at most `copies_ahead_s` (the
+    longest its task copies ahead: the linger, or the backlog's time) plus RUNNING_MARGIN_S
+    before `now`. None (no such entry, or its time unknown): they do not count."""
+    return planned_at is not None and now - planned_at <= copies_ahead_s + RUNNING_MARGIN_S
+
+
 def copied_positions(committed: Mapping[TopicPartitionKey, int], intents: Mapping[TopicPartitionKey, Intent], *,
-                     committed_batch: str, running_batch: str | None, failed: bool = False) -> dict[TopicPartitionKey, int]:
+                     latest: Mapping[TopicPartitionKey, int], committed_batch: str, running_batch: str | None,
+                     failed: bool = False) -> dict[TopicPartitionKey, int]:
     """The next offset to copy of every partition of `committed` (one level's committed
-    end positions): `to` of an intent that counts (module docstring), else the committed
-    end. `running_batch` is None when no batch was planned after the committed one;
-    `failed`: the query is known failed, the running batch's intents do not count."""
+    end positions): `to` of an intent that counts (module docstring) and is not beyond the
+    partition's `latest` offset, else the committed end. `running_batch` is None when no
+    batch was planned after the committed one, or its intents do not count
+    (`counts_running`); `failed`: the query is known failed, or the caller wants what
+    landed only: the running batch's intents do not count."""
     out = dict(committed)
     for tp, position in committed.items():
         intent = intents.get(tp)
-        if intent is None or intent.to <= position:
+        if intent is None or intent.to <= position or intent.to > latest.get(tp, position):
             continue
         landed = intent.batch == committed_batch and intent.until == position
         in_flight = not failed and running_batch is not None and intent.batch == running_batch

@@ -30,6 +30,7 @@ class Batch:
     batch_id: int
     committed_at: float  # wall clock, seconds
     positions: Mapping[int, Mapping[TopicPartitionKey, int]]  # level -> next offset to copy
+    token: str | None = None  # `positions.batch_token` of its end (what copy-ahead intents name)
 
 
 def lag_by_topic(positions: Mapping[TopicPartitionKey, int], latest: Mapping[TopicPartitionKey, int]) -> dict[str, int]:
@@ -77,7 +78,10 @@ def link_state(*, query_failed: bool, unreachable: Sequence[str], lag: int | Non
                now: float, stall_after_s: float) -> str:
     """The state of a link. An unreachable source or target comes first (the link waits for
     it); then a failed query; then no progress: records wait and no batch was committed for
-    `stall_after_s` (seen from another shell this is how a failed or stopped run shows)."""
+    `stall_after_s` (seen from another shell this is how a failed or stopped run shows).
+    `lag`: the records waiting past what LANDED (`treedist.ops.copied`, `failed=True`), not
+    the lag shown: records a running task handed to its producers may never be
+    acknowledged (a hung task, a dead driver, a target that stopped acknowledging)."""
     if unreachable:
         return WAITING
     if query_failed:

@@ -10,7 +10,9 @@ One refresh (`refresh()`, the `ops-status` background job calls it every few sec
 
 1. ask every cluster for metadata (bounded); note since when it is unreachable;
 2. per source cluster that answers: read the query's recent committed batches and the
-   latest offsets of their partitions; lag per level and topic; the age of the oldest
+   latest offsets of their partitions; how far each partition is copied, from the
+   committed end and the copy-ahead intents (`copied_from_checkpoint`: what landed, which
+   decides the state, and what the lag shows); lag per level and topic; the age of the oldest
    uncopied record per topic (read from the record, or past `timestamp_scan_records`
    behind a lower bound from `treedist.ops.arrivals`);
 3. per link (distributor): state, rate, lag, last batch time, and the live counters;
@@ -36,12 +38,13 @@ from treedist.kafka.logs import client_logger
 from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
 from treedist.kafka.watch import answers, timestamps_at
 from treedist.ops.arrivals import Arrivals
-from treedist.ops.checkpoint import batch_tokens, recent_batches
-from treedist.ops.copied import Intent, copied_positions
+from treedist.ops.checkpoint import planned_after, recent_batches
+from treedist.ops.copied import Intent, copied_positions, counts_running
 from treedist.ops.errors import OpsError
 from treedist.ops.figures import FAILED, RUNNING, WAITING, Batch, copied_rate, lag_by_topic, link_state, oldest_age
 from treedist.records.ahead import Intents
 from treedist.records.plan import ClusterPlan, plan_all
+from treedist.records.task import AHEAD_LINGER_S
 from treedist.topology.tree import to_spec
 
 if TYPE_CHECKING:
@@ -54,6 +57,11 @@ log = logging.getLogger(__name__)
 # oldest uncopied record of a partition at most this far behind: on noida-db such a fetch
 # costs about 5 ms of CPU (the whole tail comes back), against 0.2 s at 400,000 behind.
 RUN_TIMESTAMP_SCAN_RECORDS = 10_000
+# At most this long reading one query's copy-ahead intents per refresh (in parallel,
+# `Intents.latest`): the partitions not read by then count from the committed end.
+INTENTS_BUDGET_S = 0.5
+
+LevelsCopied = dict[int, dict[TopicPartitionKey, int]]  # level -> partition -> next offset to copy
 
 
 @dataclass
@@ -157,13 +165,14 @@ class StatusSource:
         newest = batches[-1] if batches else None
         latest: dict[TopicPartitionKey, int] = {}
         ages: dict[TopicPartitionKey, int] = {}
-        copied: dict[int, dict[TopicPartitionKey, int]] = {}  # level -> next offset to copy
+        copied: LevelsCopied = {}  # what the lag shows
+        landed: LevelsCopied = {}  # what landed: decides the state
         if newest is not None:
             try:
                 tps = {tp for positions in newest.positions.values() for tp in positions}
                 latest = self._readers[plan.cluster].offsets(tps, "latest")
                 failed = any(live.get(lp.name, {}).get("failed", False) for lp in plan.levels)
-                copied = self._copied(plan, newest, latest, failed)
+                landed, copied = copied_from_checkpoint(plan, newest, latest, failed=failed, now=now)
                 behind = {}
                 for positions in copied.values():
                     for tp, pos in positions.items():
@@ -179,6 +188,7 @@ class StatusSource:
             positions = copied.get(lp.level, {})
             by_topic = lag_by_topic(positions, latest) if latest else None
             lag = sum(by_topic.values()) if by_topic is not None else None
+            waiting = sum(lag_by_topic(landed.get(lp.level, {}), latest).values()) if latest else None
             unreachable = [c for c in (plan.cluster, known.get("target", lp.target)) if reach[c] is not None]
             topics = {}
             for topic, records in (by_topic or {}).items():
@@ -189,7 +199,7 @@ class StatusSource:
                 "cluster": plan.cluster,
                 "level": lp.level,
                 "target": known.get("target", lp.target),
-                "state": link_state(query_failed=known.get("failed", False), unreachable=unreachable, lag=lag,
+                "state": link_state(query_failed=known.get("failed", False), unreachable=unreachable, lag=waiting,
                                     last_batch_at=newest.committed_at if newest else None, now=now,
                                     stall_after_s=self._stall_after_s()),
                 "unreachable": unreachable,
@@ -206,32 +216,6 @@ class StatusSource:
                 "last_error": known.get("last_error"),
             })
         return rows
-
-    def _copied(self, plan: ClusterPlan, newest: Batch, latest: dict[TopicPartitionKey, int],
-                failed: bool) -> dict[int, dict[TopicPartitionKey, int]]:
-        """level -> how far each partition is copied (`treedist.ops.copied`: the committed end,
-        or an intent's copied-up-to). Reads the intents the way the planner does
-        (`ahead.Intents`, driver side), only of partitions behind their latest offset and
-        only where the query copies ahead: one small read each, plus the two offset log
-        entries that name the batches (`checkpoint.batch_tokens`). A store that does not
-        answer costs only the intents: the committed end is used."""
-        committed = {level: dict(positions) for level, positions in newest.positions.items()}
-        if not plan.copies_ahead:
-            return committed
-        behind = sorted({tp for positions in committed.values() for tp, pos in positions.items()
-                         if latest.get(tp, pos) > pos})
-        if not behind:
-            return committed
-        try:
-            done, running = batch_tokens(plan.checkpoint, newest.batch_id, store=plan.store)
-        except OpsError as err:
-            log.debug("%s: status lag from the committed batch only: %s", plan.query_name, err)
-            return committed
-        if done is None:
-            return committed
-        intents = {tp: Intent(*found) for tp, found in Intents.of(plan.checkpoint, plan.store).latest(behind).items()}
-        return {level: copied_positions(positions, intents, committed_batch=done, running_batch=running, failed=failed)
-                for level, positions in committed.items()}
 
     def _ages(self, cluster: str, behind: dict[TopicPartitionKey, int], latest: dict[TopicPartitionKey, int],
               now: float) -> dict[TopicPartitionKey, int]:
@@ -325,6 +309,43 @@ class StatusSource:
         self._admins.clear()
 
 
+def copied_from_checkpoint(plan: ClusterPlan, newest: Batch, latest: dict[TopicPartitionKey, int], *, failed: bool,
+                           now: float, budget_s: float = INTENTS_BUDGET_S) -> tuple[LevelsCopied, LevelsCopied]:
+    """Driver (the status): level -> how far each partition is copied (`treedist.ops.copied`),
+    twice: what LANDED (the committed end, or the committed batch's intents: what the
+    link's state is decided from), and what is SHOWN as lag (also the running batch's
+    intents while that batch is young and the query not known failed).
+
+    Reads the intents the way the planner does (`ahead.Intents`), only of partitions behind
+    their latest offset and only where the query copies ahead, in parallel for at most
+    `budget_s` (a partition not read counts from the committed end), plus the running
+    batch's offset log entry (`checkpoint.planned_after`). A store that does not answer
+    costs only the intents: the committed end is used."""
+    committed = {level: dict(positions) for level, positions in newest.positions.items()}
+    if not plan.copies_ahead or newest.token is None:
+        return committed, committed
+    behind = sorted({tp for positions in committed.values() for tp, pos in positions.items()
+                     if latest.get(tp, pos) > pos})
+    if not behind:
+        return committed, committed
+    try:
+        running, planned_at = planned_after(plan.checkpoint, newest.batch_id, store=plan.store)
+    except OpsError as err:
+        log.debug("%s: status lag from the committed batch only: %s", plan.query_name, err)
+        return committed, committed
+    if not counts_running(planned_at, now, max(plan.distributor.task_linger, AHEAD_LINGER_S)):
+        running = None
+    found = Intents.of(plan.checkpoint, plan.store).latest(behind, budget_s=budget_s)
+    intents = {tp: Intent(*one) for tp, one in found.items()}
+
+    def positions(*, failed: bool) -> LevelsCopied:
+        return {level: copied_positions(ends, intents, latest=latest, committed_batch=newest.token,
+                                        running_batch=running, failed=failed)
+                for level, ends in committed.items()}
+
+    return positions(failed=True), positions(failed=failed)
+
+
 class StatusJob:
     """The background job that refreshes the snapshot (driver; `treedist.driver.jobs`)."""
 
@@ -342,4 +363,4 @@ class StatusJob:
         self.source.close()
 
 
-__all__ = ["StatusSource", "StatusJob", "RUNNING", "WAITING", "FAILED"]
+__all__ = ["StatusSource", "StatusJob", "copied_from_checkpoint", "RUNNING", "WAITING", "FAILED"]

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -127,12 +128,14 @@ class Intents:
         Why in place and not a temporary file renamed over the intent: a lingering task
         rewrites the intent of every partition a consume advanced, 20 consumes a second, and
         a rename cost ~30 times a pwrite's CPU (`Store.overwrite`). In-place writes are not
-        atomic for a reader that races them; none does: the planner reads a batch's intents
-        only once the batch committed, that is after every task that writes them returned
-        (step 4). A process crash between the pwrite and the cut of a longer earlier
-        content, or a machine crash (nothing fsynced, as before), can leave the file's
-        earlier content, like an unfinished rename, or bytes that do not parse (the new
-        JSON followed by the old tail, or cut off): no intent, the records read again
+        atomic for a reader that races them. The planner never does: it reads a batch's
+        intents only once the batch committed, that is after every task that writes them
+        returned (step 4). The status does (`latest`): it may parse a mix of the old and the
+        new bytes, and ignores an intent beyond the partition's latest offset
+        (`treedist.ops.copied`). A process crash between the pwrite and the cut of a longer
+        earlier content, or a machine crash (nothing fsynced, as before), can leave the
+        file's earlier content, like an unfinished rename, or bytes that do not parse (the
+        new JSON followed by the old tail, or cut off): no intent, the records read again
         (duplicates, never a gap)."""
         for tp, until, to in entries:
             self.store.overwrite(self._path(tp), json.dumps({"batch": batch, "until": until, "to": to}).encode())
@@ -148,13 +151,29 @@ class Intents:
                 out[tp] = found[1:]
         return out
 
-    def latest(self, tps: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[str, int, int]]:
+    def latest(self, tps: Iterable[TopicPartitionKey], *, budget_s: float | None = None,
+               workers: int = 8) -> dict[TopicPartitionKey, tuple[str, int, int]]:
         """Driver (the status, `treedist.ops.copied`): (batch, window end, copied up to) of
         every partition of `tps` that has an intent, whichever batch wrote it; what counts is
         the caller's choice. Read like `read` (no intent where unreadable). Unlike the
         planner, the status may race a task rewriting a file in place (`write`): a torn read
-        mostly does not parse (no intent); the rare one that does is gone at the next read."""
-        return {tp: found for tp in tps if (found := self._load(tp)) is not None}
+        mostly does not parse (no intent); one that does may hold a mix of the two offsets
+        (the caller ignores one beyond the latest offset); either is gone at the next read.
+
+        `budget_s`: read by up to `workers` threads, and give up after that many seconds (an
+        s3a or HDFS read costs ~30 ms: 500 partitions read one after the other would hold
+        the status 15 s); a partition not read by then has no intent here. The reads still
+        under way finish in their threads, their results dropped. None: one after the other."""
+        tps = list(tps)
+        if budget_s is None:
+            return {tp: found for tp in tps if (found := self._load(tp)) is not None}
+        pool = ThreadPoolExecutor(max_workers=min(workers, len(tps)), thread_name_prefix="treedist-intents")
+        try:
+            reads = {pool.submit(self._load, tp): tp for tp in tps}
+            done, _ = wait(reads, timeout=budget_s)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return {reads[f]: found for f in done if (found := f.result()) is not None}
 
     def _load(self, tp: TopicPartitionKey) -> tuple[str, int, int] | None:
         try:

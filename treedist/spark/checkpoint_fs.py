@@ -167,12 +167,13 @@ class Store:
         """Replace a small file's content IN PLACE (a local file: one pwrite at offset 0, the
         file cut to `len(data)` only when it was longer); an object store object by one PUT.
 
-        For a file rewritten many times a second whose readers never read it while it is
-        being written (copy-ahead intents: read only once their batch committed, after every
-        writer ended). Why not `write_text`'s temporary file and rename: on ext4 a rename over
-        an existing file costs ~180 µs of CPU (mostly the kernel's: the replaced inode is
-        freed, the new file's block allocated and its write-back started) and 0.3-0.6 ms of
-        wall time, against ~6 µs for the pwrite (measured here, 2026-11-27); at 2,000
+        For a file rewritten many times a second whose readers can live with a torn read
+        (copy-ahead intents: the planner reads them only once their batch committed, after
+        every writer ended; the status reads them at any time and ignores what cannot be
+        right, `treedist.ops.copied`). Why not `write_text`'s temporary file and rename: on
+        ext4 a rename over an existing file costs ~180 µs of CPU (mostly the kernel's: the
+        replaced inode is freed, the new file's block allocated and its write-back started)
+        and 0.3-0.6 ms of wall time, against ~6 µs for the pwrite (measured here, 2026-11-27); at 2,000
         records/s with lingering tasks the renames were about a third of the executors' CPU
         (docs/performance.md, "Lingering tasks"). What is given up: a reader racing a writer,
         or a machine crash mid-write, may see a mix of old and new bytes; so may a reader
