@@ -57,5 +57,6 @@ def test_a_passive_cluster_receives_once_keeps_its_own_records_and_runs_no_query
     report = verify_topic(deployment, unique_topic)
     c1, c2 = report.cluster("c1"), report.cluster("c2")
     assert report.ok, report.as_dict()
+    assert report.expected == PER_CLUSTER  # what an active cluster holds: c1's originals, not c2's
     assert (c1.records, c1.expected) == (PER_CLUSTER, PER_CLUSTER)  # c2's own records stayed on c2
     assert (c2.records, c2.expected) == (total, total)  # c1's landed there exactly once, beside its own
