@@ -61,7 +61,7 @@ TREEDIST = ROOT / "treedist"
 # docs/architecture.md's layers, bottom up: a package imports only packages of a lower rank
 # (no cycles, no upward import). A new package needs a place here.
 RANK = {
-    "errors": 0, "logfmt": 0, "locations": 0, "maven": 0,
+    "errors": 0, "logfmt": 0, "locations": 0, "maven": 0, "memory": 0,
     "topology": 1,
     "config": 2,
     "kafka": 3, "endpoints": 3,
