@@ -165,6 +165,8 @@ class Intents:
         the status 15 s); a partition not read by then has no intent here. The reads still
         under way finish in their threads, their results dropped. None: one after the other."""
         tps = list(tps)
+        if not tps:  # no pool of zero threads (ThreadPoolExecutor refuses max_workers=0)
+            return {}
         if budget_s is None:
             return {tp: found for tp in tps if (found := self._load(tp)) is not None}
         pool = ThreadPoolExecutor(max_workers=min(workers, len(tps)), thread_name_prefix="treedist-intents")

@@ -119,3 +119,7 @@ def _release(fifo: str) -> None:
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
     except OSError:  # ENXIO: nobody reads it (any more)
         pass
+
+
+def test_no_partitions_read_no_intents(tmp_path):
+    assert Intents.of(str(tmp_path), Store()).latest([], budget_s=0.5) == {}
