@@ -136,9 +136,9 @@ class Supervisor:
             for level, current in targets.of(cluster).items():
                 target = choose_target(
                     source=cluster, current=current, configured=targets.configured(cluster, level),
+                    # the table's candidates: passive clusters that would relay are already left out
                     subtree=targets.subtree(cluster, level), down_for=self.health.down_for,
                     up_for=self.health.up_for, after=settings.failover.after, failback_after=failback,
-                    passive=self.units.deployment.passive_clusters(),
                 )
                 if target != current:
                     changed.append(targets.switch(cluster, level, target, time.time()))
