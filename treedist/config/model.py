@@ -61,6 +61,10 @@ from treedist.topology.naming import (
 
 CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
 
+# MirrorMaker 2's DefaultTopicFilter excludes (`topics.exclude`'s default there), then treedist's own.
+MM2_TOPIC_EXCLUDES = (r".*[\-\.]internal", r".*\.replica", r"__.*")
+DEFAULT_TOPIC_EXCLUDES = MM2_TOPIC_EXCLUDES + (r"_schemas", r"\..*")
+
 ClientValue = Annotated[
     Union[StrictBool, StrictInt, StrictFloat, StrictStr, SecretStr], Field(union_mode="left_to_right")
 ]
@@ -191,8 +195,9 @@ class TopicSelection(Frozen):
 
     The one rule: a topic is selected iff it is listed in `names`, or it fully matches one of
     `regex` and none of `exclude`. Excludes apply to regex matches only: an explicitly named
-    topic is always selected. The default excludes (`__.*`, `_schemas`, `\\..*`) keep internal
-    topics out of regex selections. Names are logical (see ClusterConfig.topic_format);
+    topic is always selected. The default excludes (MirrorMaker 2's `.*[\\-\\.]internal`,
+    `.*\\.replica`, `__.*`, plus `_schemas` and `\\..*`) keep internal topics out of regex
+    selections. Names are logical (see ClusterConfig.topic_format);
     Deployment.selects applies this rule to a cluster's physical topic names.
     """
 
@@ -203,9 +208,13 @@ class TopicSelection(Frozen):
     """Full-match regexes over logical topic names; a match is selected unless it matches one of `exclude`. `names`
     or `regex` must select something."""
 
-    exclude: tuple[str, ...] = (r"__.*", r"_schemas", r"\..*")
-    """Full-match regexes that take topics out of the `regex` matches (never out of `names`). The default keeps
-    internal topics (`__consumer_offsets`, `_schemas`, names starting with a dot) out; setting it replaces the
+    exclude: tuple[str, ...] = DEFAULT_TOPIC_EXCLUDES
+    """Full-match regexes that take topics out of the `regex` matches (never out of `names`). The default is
+    MirrorMaker 2's (`.*[\\-\\.]internal`: MM2's and Kafka Connect's own topics such as
+    `mm2-offset-syncs.b.internal`; `.*\\.replica`: replica topics by convention; `__.*`: the brokers'
+    `__consumer_offsets`, `__transaction_state`, ...) plus `_schemas` (the schema
+    registry's store: the schema distributor copies it, IDs checked, docs/schemas.md) and names starting with a dot
+    (hidden by convention). A regex selection thus copies no topic MM2 would leave out. Setting it replaces the
     default."""
 
     sync: TopicSyncConfig = TopicSyncConfig()

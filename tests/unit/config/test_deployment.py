@@ -567,10 +567,13 @@ def test_an_explicitly_named_topic_is_selected_even_when_an_exclude_matches_it()
 
 
 def test_the_default_excludes_keep_internal_topics_out_of_regex_selections():
+    """MirrorMaker 2's default excludes (its DefaultTopicFilter), plus the registry's `_schemas`
+    and names starting with a dot."""
     dep = _selection(regex=[".*"])
-    for internal in ("__consumer_offsets", "__transaction_state", "_schemas", ".internal", "__amazon_msk_canary"):
+    for internal in ("__consumer_offsets", "__transaction_state", "_schemas", ".internal", "__amazon_msk_canary",
+                     "mm2-offset-syncs.b.internal", "a.checkpoints.internal", "app-store-internal", "orders.replica"):
         assert not dep.topics.matches(internal), internal
-    for normal in ("orders", "_private", "a.b", "a__b"):
+    for normal in ("orders", "_private", "a.b", "a__b", "internal", "orders-internals", "replica", "orders-replica"):
         assert dep.topics.matches(normal), normal
 
 
