@@ -20,17 +20,22 @@ Arrow detour (build columns, then take them apart again for produce) only adds w
 allocates per copy only what the producer needs (the new header list; per record the origin
 entry of a first copy); the copy-flag header entries are cached per (level, flags), every
 level's constants are bound once per run of records, and counts are added once per run. A
-record that no level copies costs only the scan of its headers for the copy flags.
+record that no level copies costs only the scan of its headers for the copy flags. Each copy's
+timestamp is appended to its level's list of the run (its length is the level's count) for the
+per-partition figures (`treedist.records.timings`), handed over once per run and level;
+`confirm()` turns them into histograms once the task proved delivery.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from treedist.records.errors import MalformedFlagsError, OversizedRecord
 from treedist.records.positions import PartitionWindow
+from treedist.records.timings import Key, TaskTimings
 from treedist.records.uncopyable import DEAD_LETTER, FAIL, SKIP, dead_letter_headers, oversize_reason
 from treedist.topology.flags import MalformedFlags, MalformedFlagsPolicy, encode_flags, parse_flags
 
@@ -67,17 +72,20 @@ class TaskStats:
     records_in: int = 0
     bytes: int = 0  # key + value bytes of the copies
     levels: list[LevelStats] = field(default_factory=list)
+    # (level, target, topic, partition) -> figures (`treedist.records.timings`), once confirmed
+    partitions: dict[Key, list[int]] = field(default_factory=dict)
 
     @property
     def copied(self) -> int:
         return sum(s.copied for s in self.levels)
 
-    def vector(self) -> list[int]:
+    def vector(self) -> list:
         """[records_in, copied per level..., malformed per level..., bytes per level...,
-        uncopyable_skipped per level..., dead_lettered per level...] for the accumulator."""
+        uncopyable_skipped per level..., dead_lettered per level..., the per-partition figures
+        (a dict)] for the accumulator (`treedist.records.counters`)."""
         return ([self.records_in] + [s.copied for s in self.levels] + [s.malformed for s in self.levels]
                 + [s.bytes for s in self.levels] + [s.uncopyable_skipped for s in self.levels]
-                + [s.dead_lettered for s in self.levels])
+                + [s.dead_lettered for s in self.levels] + [self.partitions])
 
 
 @dataclass
@@ -121,6 +129,7 @@ class RecordCopier:
         self.dead_letter_topic = dead_letter_topic
         self.explicit_limit = explicit_limit  # max_record_bytes set in the config (named in reasons)
         self.stats = TaskStats(levels=[LevelStats() for _ in levels])
+        self.timings = TaskTimings([lc.target for lc in self.levels])
         self._parsed: dict[bytes | None, int] = {}
         # Per level: flags of a record -> the copy-flag header entry of its copy (flags | bit).
         self._flag_entries: list[dict[int, tuple[str, bytes]]] = [{} for _ in levels]
@@ -147,9 +156,12 @@ class RecordCopier:
         ]
         # Per level: the size limit of its target topic (the check below is the one per copy).
         limits = [self._limit(lc, out_topic) for lc, (_, _, _, out_topic, _) in zip(levels, plan)]
-        copied = [0] * len(levels)
+        at_ms = int(time.time() * 1000)  # the run's records are handed to the producers now (record age)
+        stamps: list[list[int]] = [[] for _ in levels]  # per level, the timestamp of each copy
+        adds = [s.append for s in stamps]
         level_bytes = [0] * len(levels)
-        # Flags -> (index, produce, target topic, copy-flag header entry, range) of each level
+        # Flags -> (index, produce, target topic, copy-flag header entry, range, size limit,
+        # stamp appender) of each level
         # that copies a record carrying them. Many reads copy nothing (on the 4-cluster tree 2
         # of a record's 4; every read of the copies on a single link's target): those records
         # cost the header scan only, before any origin, key, value or timestamp is touched.
@@ -177,7 +189,7 @@ class RecordCopier:
             todo = routes.get(flags)
             if todo is None:
                 todo = routes[flags] = tuple(
-                    (i, produce, out_topic, self._flag_entry(i, flags), span, limits[i])
+                    (i, produce, out_topic, self._flag_entry(i, flags), span, limits[i], adds[i])
                     for i, mask, produce, out_topic, span in plan if not flags & mask
                 )
             if not todo:
@@ -201,7 +213,7 @@ class RecordCopier:
             ts_type, ts = msg.timestamp()
             if not ts_type:
                 ts = 0
-            for i, produce, out_topic, tail, span, limit in todo:
+            for i, produce, out_topic, tail, span, limit, add in todo:
                 if span is not None and not span[0] <= offset < span[1]:
                     continue
                 if size > limit:  # step 4: fails, or is skipped or dead-lettered and counted
@@ -216,14 +228,22 @@ class RecordCopier:
                     produce(out_topic, value, key, partition, None, None, ts, new_headers)  # positional: see Produce
                 except BufferError:
                     levels[i].on_queue_full(out_topic, value, key, partition, ts, new_headers)
-                copied[i] += 1
+                add(ts)  # counts the copy (the list's length), its timestamp for the figures
                 level_bytes[i] += size
         stats = self.stats
-        for level_stats, n, nbytes in zip(stats.levels, copied, level_bytes):
-            level_stats.copied += n
-            level_stats.bytes += nbytes
+        for i, (level_stats, copies, nbytes) in enumerate(zip(stats.levels, stamps, level_bytes)):
+            if copies:
+                level_stats.copied += len(copies)
+                level_stats.bytes += nbytes
+                self.timings.add_run(i, topic, partition, copies, nbytes, at_ms)
         stats.records_in += len(records)
         stats.bytes += sum(level_bytes)
+
+    def confirm(self, at: float | None = None) -> None:
+        """Executor, once the task proved the delivery of every copy (producers flushed and
+        checked, or transactions committed): the per-partition figures, with `at` (default:
+        now) as the copies' acknowledgement time, go into the stats."""
+        self.stats.partitions = self.timings.figures(int((time.time() if at is None else at) * 1000))
 
     def _limit(self, lc: LevelCopy, out_topic: str) -> int:
         limit = lc.limits.get(out_topic) if lc.limits is not None else None

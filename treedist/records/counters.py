@@ -3,7 +3,10 @@
 Updated in executors once per task (`add(TaskStats.vector())`: a failed task's update is
 dropped by Spark), read on the driver. Layout: [records_in, copied per level...,
 malformed per level..., bytes per level..., uncopyable_skipped per level..., dead_lettered
-per level...], levels in the plan's order (`TaskStats.vector`).
+per level..., per-partition figures], levels in the plan's order (`TaskStats.vector`); the
+last element is a dict (level, target, topic, partition) -> figures
+(`treedist.records.timings`: latency and record age histograms, records, bytes), merged key
+by key.
 """
 
 from __future__ import annotations
@@ -11,18 +14,23 @@ from __future__ import annotations
 from pyspark import AccumulatorParam
 from pyspark.sql import SparkSession
 
+from treedist.records import timings
 from treedist.records.plan import ClusterPlan
 
 
 class VectorParam(AccumulatorParam):
-    """Element-wise sum of equal-length int lists."""
+    """Element-wise sum of equal-length lists of ints, a dict element merged by key
+    (`timings.merge`)."""
 
-    def zero(self, value: list[int]) -> list[int]:
-        return [0] * len(value)
+    def zero(self, value: list) -> list:
+        return [{} if isinstance(v, dict) else 0 for v in value]
 
-    def addInPlace(self, value1: list[int], value2: list[int]) -> list[int]:
+    def addInPlace(self, value1: list, value2: list) -> list:
         for i, v in enumerate(value2):
-            value1[i] += v
+            if isinstance(v, dict):
+                timings.merge(value1[i], v)
+            else:
+                value1[i] += v
         return value1
 
 
@@ -31,7 +39,7 @@ class ClusterCounters:
 
     def __init__(self, spark: SparkSession, plan: ClusterPlan) -> None:
         self.levels = [lp.name for lp in plan.levels]
-        self.accumulator = spark.sparkContext.accumulator([0] * (1 + 5 * len(self.levels)), VectorParam())
+        self.accumulator = spark.sparkContext.accumulator([0] * (1 + 5 * len(self.levels)) + [{}], VectorParam())
 
     def snapshot(self) -> dict[str, dict[str, int]]:
         """distributor name -> records_in, copied, malformed, bytes (copied key + value bytes),
@@ -43,3 +51,10 @@ class ClusterCounters:
                    "uncopyable_skipped": v[1 + 3 * n + i], "dead_lettered": v[1 + 4 * n + i]}
             for i, name in enumerate(self.levels)
         }
+
+    def partitions(self) -> dict[tuple[str, str, str, int], list[int]]:
+        """(distributor name, target, topic, partition) -> its figures (`treedist.records.timings`
+        layout), a copy taken on the driver."""
+        figures = self.accumulator.value[-1]
+        return {(self.levels[level], target, topic, partition): list(row)
+                for (level, target, topic, partition), row in list(figures.items())}

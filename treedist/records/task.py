@@ -173,6 +173,7 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             producer.finish()
         for target, txn in txns.items():  # 4b. exactly_once: positions and copies committed together
             txn.commit(task.batch, {lv: transactions.window_ends(task.windows, lv, names[target]) for lv in txn.levels})
+        copier.confirm()  # every copy acknowledged (and committed) now: the latency figures
         done = True
         return copier.stats
     finally:

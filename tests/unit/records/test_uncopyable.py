@@ -117,9 +117,9 @@ def test_dead_letter_produces_the_record_as_read_to_the_level_target_with_origin
     assert [(s.copied, s.uncopyable_skipped, s.dead_lettered) for s in copier.stats.levels] == [(3, 0, 0), (2, 0, 1)]
 
 
-def test_the_counter_vector_ends_with_skipped_then_dead_lettered_per_level():
+def test_the_counter_vector_ends_with_skipped_then_dead_lettered_per_level_then_the_partition_figures():
     stats = TaskStats(records_in=9, levels=[LevelStats(1, 2, 3, 4, 5), LevelStats(6, 7, 8, 9, 10)])
-    assert stats.vector() == [9, 1, 6, 2, 7, 3, 8, 4, 9, 5, 10]
+    assert stats.vector() == [9, 1, 6, 2, 7, 3, 8, 4, 9, 5, 10, {}]
 
 
 def test_a_failed_query_status_line_is_the_record_that_stopped_it():
