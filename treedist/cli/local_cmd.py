@@ -37,9 +37,16 @@ def up(
     etcd_mode: str = EtcdModeOption,
     engine: str = typer.Option("kafka", "--engine", help="kafka (Apache Kafka, one KRaft node per cluster) or noida "
                                                          "(noida-db: starts in 0.1 s; no TLS, SASL, ACLs or topic IDs)."),
+    brokers: int = typer.Option(1, "--brokers", min=1, max=5, help="KRaft nodes per cluster (kafka only), each broker "
+                                                                   "and controller: with 3, topics get replication factor "
+                                                                   "3 and min.insync.replicas=2, like a production cluster."),
     as_json: bool = JsonOption,
 ) -> None:
     """Start N local clusters, a schema registry per cluster and an etcd, and wait until each answers.
+
+    With --brokers 3 each cluster is three KRaft nodes (combined broker and controller, the
+    quorum of three survives one node down): topics created on it (the demo topic, topic sync's)
+    get replication factor 3 and min.insync.replicas=2; `--json` then shows one row per node.
 
     Brokers listen on free loopback ports (ones already running are re-used). The deployment
     written with --write-config names the registries and the etcd (`control: {etcd: [...]}`:
@@ -47,12 +54,14 @@ def up(
     deployment's `control.etcd_tls` names the local CA and client certificate, and
     `control.auth` the user `treedist` with its password as `${file:...}` (0600, in the state dir).
 
-    Example: treedist local up -n 4 --engine kafka --write-config local.yaml"""
+    Example: treedist local up -n 2 --brokers 3 --write-config local.yaml"""
     if engine not in ENGINES:
         raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
     if etcd_mode not in MODES:
         raise LocalClusterError(f"--etcd-mode {etcd_mode!r}: expected one of {list(MODES)}")
-    started = LocalClusters.start([f"c{i}" for i in range(1, clusters + 1)], state_dir, engine=engine)
+    if brokers > 1 and engine != "kafka":
+        raise LocalClusterError(f"--brokers {brokers}: multi-broker clusters run on --engine kafka only, not {engine!r}")
+    started = LocalClusters.start([f"c{i}" for i in range(1, clusters + 1)], state_dir, engine=engine, nodes=brokers)
     extra: dict = {}
     if etcd:
         server = LocalEtcd.load(Path(state_dir) / "etcd")
@@ -117,11 +126,12 @@ def _show(clusters: LocalClusters, as_json: bool) -> None:
         print_json(rows)
         return
     table = Table(title=f"local clusters ({clusters.base_dir})")
-    for col in ("cluster", "engine", "bootstrap", "pid", "running", "registry", "data dir"):
+    for col in ("cluster", "node", "engine", "bootstrap", "pid", "running", "registry", "data dir"):
         table.add_column(col)
     for r in rows:
         registry = "-" if not r["registry"] else r["registry"] + ("" if r["registry_running"] else " [red](down)[/]")
-        table.add_row(r["name"], r["engine"], r["bootstrap"], str(r["pid"]), "yes" if r["running"] else "[red]no[/]", registry, r["data_dir"])
+        table.add_row(r["cluster"], str(r["node_id"]), r["engine"], r["bootstrap"], str(r["pid"]),
+                      "yes" if r["running"] else "[red]no[/]", registry, r["data_dir"])
     console.print(table)
     if etcd is not None:
         security = (f"secured: TLS with client certificates, auth on, user treedist limited to {etcd.prefix}/"

@@ -54,6 +54,8 @@ def run(
                                                             "to see its units fail over to the others)."),
     engine: str = typer.Option("kafka", "--engine", help="Demo only: the local clusters' engine: kafka (Apache Kafka, "
                                                          "KRaft; ~10 s to start 4) or noida (noida-db, the quick option)."),
+    brokers: int = typer.Option(1, "--brokers", min=1, max=5, help="Demo only: KRaft nodes per local cluster (kafka "
+                                                                   "engine); 3: replication factor 3, min.insync.replicas=2."),
     etcd_mode: str = typer.Option("secured", "--etcd-mode", help="Demo only: the local etcd secured (TLS with client "
                                                                  "certificates, authentication) or plain (http, no auth)."),
     exposed: Exposure = EXPOSURE_FLAGS,  # --bind, --tls-cert, --tls-key, --auth-user, --auth-password, --insecure
@@ -95,9 +97,11 @@ def run(
                 raise LocalClusterError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
             if etcd_mode not in MODES:
                 raise LocalClusterError(f"--etcd-mode {etcd_mode!r}: expected one of {list(MODES)}")
+            if brokers > 1 and engine != "kafka":
+                raise LocalClusterError(f"--brokers {brokers}: multi-broker clusters run on --engine kafka only, not {engine!r}")
             clean = _run_demo(duration, rate, partitions, state_dir, keep_clusters, drain_timeout, process.signals,
                               ops, workers=workers, log_level="debug" if log_level == "debug" else "info", engine=engine,
-                              etcd_mode=etcd_mode)
+                              etcd_mode=etcd_mode, brokers=brokers)
     # left the block: everything it started has stopped
     if config is None:
         raise typer.Exit(process.exit_code(clean))
@@ -158,7 +162,7 @@ def _show_progress(app, duration: float | None) -> None:
 
 def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, drain_timeout: float,
               signals: StopSignals, ops: Ops, workers: int = 1, log_level: str = "warning", engine: str = "kafka",
-              etcd_mode: str = "secured") -> bool:
+              etcd_mode: str = "secured", brokers: int = 1) -> bool:
     """The embedded demo, through the control plane: local clusters, registries and etcd;
     `workers` `treedist worker` processes (each its own Spark application) take the
     deployment's units from the leader; events flow, a consumer group switches clusters,
@@ -183,9 +187,11 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         if previous:
             previous.stop()
         state_dirs.reset(state_dir)
-        console.print(f"starting 4 local {ENGINE_NAMES[engine]} clusters and etcd in {state_dir} ...")
+        shape = f" of {brokers} brokers each (replication factor 3, min.insync.replicas=2)" if brokers >= 3 else (
+            f" of {brokers} brokers each" if brokers > 1 else "")
+        console.print(f"starting 4 local {ENGINE_NAMES[engine]} clusters{shape} and etcd in {state_dir} ...")
         started_at = time.monotonic()
-        clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], clusters_dir, engine=engine)
+        clusters = LocalClusters.start(["c1", "c2", "c3", "c4"], clusters_dir, engine=engine, nodes=brokers)
         console.print(f"4 clusters answered in {time.monotonic() - started_at:.1f} s")
         if keep_clusters:
             stack.callback(console.print, "local clusters left running; stop them with: "

@@ -1,4 +1,8 @@
-"""One local Apache Kafka cluster: a single KRaft node, combined broker and controller.
+"""One node of a local Apache Kafka cluster: a KRaft node, combined broker and controller.
+
+A cluster is one such node (the default) or several (`nodes_props`): every node is broker and
+controller, the controller quorum is the nodes themselves (`controller.quorum.voters`), and
+replicated topics default to replication factor 3 with `min.insync.replicas=2`.
 
 Runs on the machine that starts local clusters. Steps of a start:
 1. the cluster id is generated once and kept in `<data_dir>/cluster.id` (a restart re-uses it,
@@ -37,6 +41,10 @@ JVM_OPTS = [
     "-Djava.awt.headless=true",
 ]
 
+# A node of a multi-node cluster: its heap capped lower, since two 3-node clusters (6 JVMs) and a
+# Spark application share the machine (RSS ~200-250 MiB per node idle).
+MULTI_NODE_HEAP = "384m"
+
 # Broker settings that differ from Kafka's defaults, each for a reason:
 BASE_PROPS = {
     "num.partitions": "1",
@@ -53,6 +61,32 @@ BASE_PROPS = {
     "log.cleaner.threads": "1",
     "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),  # 128 MiB by default: heap kept small
 }
+
+
+def nodes_props(node_id: int, voters: str, nodes: int) -> dict[str, str]:
+    """The settings of node `node_id` of an `nodes`-node cluster whose controller quorum is
+    `voters` ("1@host:port,2@host:port,..."): replicated like a production cluster, replication
+    factor min(3, nodes) for every topic created with the broker default (the demo topic,
+    topic sync's creates) and the internal topics, `min.insync.replicas` one less (2 of 3)."""
+    rf = min(3, nodes)
+    isr = max(1, rf - 1)
+    return {
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
+        "default.replication.factor": str(rf),
+        "min.insync.replicas": str(isr),
+        "offsets.topic.replication.factor": str(rf),
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": str(isr),
+        "share.coordinator.state.topic.replication.factor": str(rf),
+        "share.coordinator.state.topic.min.isr": str(isr),
+        "num.replica.fetchers": "1",
+    }
+
+
+def jvm_opts(heap: str | None = None) -> list[str]:
+    """JVM_OPTS with the heap capped at `heap` (default 512m)."""
+    return [f"-Xmx{heap}" if opt.startswith("-Xmx") and heap else opt for opt in JVM_OPTS]
 
 
 def new_cluster_id() -> str:
@@ -117,13 +151,15 @@ def format_storage(data_dir: Path, props_file: Path, scram: list[str] | None = N
 
 def start_kafka(data_dir: Path, log_file: Path, port: int, controller_port: int,
                 extra_props: dict[str, str] | None = None, listener_protocol: str = "PLAINTEXT",
-                scram: list[str] | None = None, host: str = HOST) -> int:
-    """Steps 1-4 above (listeners on `host`); returns the broker's PID."""
+                scram: list[str] | None = None, host: str = HOST, heap: str | None = None) -> int:
+    """Steps 1-4 above (listeners on `host`, heap capped at `heap`); returns the broker's PID.
+    The nodes of one cluster share its cluster id: the caller writes it into each node's
+    `cluster.id` before the first start."""
     data_dir.mkdir(parents=True, exist_ok=True)
     props_file = data_dir / PROPERTIES
     write_properties(props_file, server_properties(data_dir, port, controller_port, extra_props, listener_protocol, host))
     format_storage(data_dir, props_file, scram)
-    cmd = [java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath(), MAIN_CLASS, str(props_file)]
+    cmd = [java(), *jvm_opts(heap), f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath(), MAIN_CLASS, str(props_file)]
     with open(log_file, "ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=str(data_dir))

@@ -1,6 +1,7 @@
 """Launch local Kafka-protocol clusters on loopback, one process and data dir per cluster.
 
-Two engines: `kafka` (Apache Kafka, one KRaft node per cluster: kafka_broker.py) and `noida`
+Two engines: `kafka` (Apache Kafka, one KRaft node per cluster by default, or `nodes` of them,
+each broker and controller, RF 3 and min.insync.replicas 2: kafka_broker.py) and `noida`
 (noida-db, the quick option: ready in ~0.1 s, but no TLS, SASL, ACLs or topic IDs, and it loses
 a partition's last acknowledged records when stopped). The default engine is Kafka; the
 environment variable TREEDIST_LOCAL_ENGINE changes it.
@@ -56,10 +57,20 @@ class LocalBroker:
     controller_port: int = 0  # kafka: the KRaft controller's listener
     options: dict | None = None  # kafka: extra_props / listener_protocol / scram, kept for restarts
     host: str = HOST  # the address it binds and advertises (state files before it: loopback)
+    cluster: str = ""  # kafka, a node of a multi-node cluster: the cluster's name ("": `name` is the cluster)
+    log_start: int = 0  # the log file's size when this process started: its own lines follow
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster or self.name
+
+    @property
+    def node_id(self) -> int:
+        return int(((self.options or {}).get("extra_props") or {}).get("node.id", 1))
 
 
 def noida_binary() -> str:
@@ -85,27 +96,32 @@ def free_port(host: str = HOST) -> int:
 
 
 def start_broker(name: str, base_dir: Path, port: int | None = None, engine: str | None = None,
-                 controller_port: int | None = None, options: dict | None = None, host: str | None = None) -> LocalBroker:
+                 controller_port: int | None = None, options: dict | None = None, host: str | None = None,
+                 cluster: str = "") -> LocalBroker:
     """Start one broker process in its own session (so Ctrl-C of a parent does not hit it),
     bound to `host` (default loopback), which must be an address of this network namespace.
 
     `options` (kafka only): `extra_props` (broker settings), `listener_protocol`, `scram`
-    (StorageTool --add-scram entries), kept in the state file so that a restart starts the
-    same broker."""
+    (StorageTool --add-scram entries), `heap` (the JVM's -Xmx), kept in the state file so that
+    a restart starts the same broker. `cluster`: the cluster a node of a multi-node cluster
+    belongs to (multi_node.py)."""
     engine = engine or default_engine()
     data_dir = base_dir / name
     data_dir.mkdir(parents=True, exist_ok=True)
     host = host or HOST
     port = port or free_port(host)
     log_file = base_dir / f"{name}.log"
+    log_start = log_file.stat().st_size if log_file.exists() else 0
     if engine == "kafka":
         from treedist.local.kafka_broker import start_kafka
 
         controller_port = controller_port or free_port(host)
         opts = dict(options or {})
         pid = start_kafka(data_dir, log_file, port, controller_port, extra_props=opts.get("extra_props"),
-                          listener_protocol=opts.get("listener_protocol", "PLAINTEXT"), scram=opts.get("scram"), host=host)
-        return LocalBroker(name, port, pid, str(data_dir), str(log_file), "kafka", controller_port, opts or None, host)
+                          listener_protocol=opts.get("listener_protocol", "PLAINTEXT"), scram=opts.get("scram"), host=host,
+                          heap=opts.get("heap"))
+        return LocalBroker(name, port, pid, str(data_dir), str(log_file), "kafka", controller_port, opts or None, host,
+                           cluster, log_start)
     if engine != "noida":
         raise LocalClusterError(f"unknown engine {engine!r}: expected one of {list(ENGINES)}")
     with open(log_file, "ab") as log:
@@ -116,14 +132,14 @@ def start_broker(name: str, base_dir: Path, port: int | None = None, engine: str
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    return LocalBroker(name, port, proc.pid, str(data_dir), str(log_file), host=host)
+    return LocalBroker(name, port, proc.pid, str(data_dir), str(log_file), host=host, log_start=log_start)
 
 
 def restart_broker(broker: LocalBroker, port: int | None = None) -> LocalBroker:
-    """Start `broker` again after it stopped: same data dir, engine, options and (unless `port`
-    says otherwise) ports. The caller waits with `wait_ready`."""
+    """Start `broker` again after it stopped: same data dir, engine, options, cluster and (unless
+    `port` says otherwise) ports. The caller waits with `wait_ready`."""
     return start_broker(broker.name, Path(broker.data_dir).parent, port or broker.port, broker.engine,
-                        broker.controller_port or None, broker.options, broker.host)
+                        broker.controller_port or None, broker.options, broker.host, broker.cluster)
 
 
 def wait_ready(broker: LocalBroker, timeout: float | None = None, client: dict | None = None) -> None:
@@ -187,9 +203,14 @@ def _ready_or_restarted(broker: LocalBroker, base: Path, timeout: float | None, 
 
 
 def _port_was_taken(broker: LocalBroker) -> bool:
+    """Whether this start of `broker` failed to bind a port: its own lines of the log (from
+    `log_start`; the file is appended to by every start) say so. The whole of them: a Kafka
+    node logs 10-17 kB of shutdown after "Socket server failed to bind"."""
     try:
-        tail = Path(broker.log_file).read_text(errors="replace")[-4000:]
-        return "already in use" in tail  # noida-db's and the JVM's "Address already in use"
+        with open(broker.log_file, "rb") as log:
+            log.seek(broker.log_start)
+            own = log.read().decode(errors="replace")
+        return "already in use" in own  # noida-db's and the JVM's "Address already in use"
     except OSError:
         return False
 
@@ -254,15 +275,33 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 class LocalClusters:
-    """A set of named local brokers with a state file in `base_dir`."""
+    """A set of named local clusters with a state file in `base_dir`: `brokers` holds each
+    cluster's first node (its only one by default), `extra_nodes` the others of a multi-node
+    cluster (multi_node.py)."""
 
-    def __init__(self, base_dir: Path, brokers: dict[str, LocalBroker]):
+    def __init__(self, base_dir: Path, brokers: dict[str, LocalBroker], extra_nodes: dict[str, list[LocalBroker]] | None = None):
         self.base_dir = base_dir
         self.brokers = brokers
+        self.extra_nodes = extra_nodes or {}
+
+    def nodes(self, name: str) -> list[LocalBroker]:
+        """Every node of cluster `name`, node 1 first."""
+        return [self.brokers[name], *self.extra_nodes.get(name, [])]
+
+    def all_nodes(self) -> list[LocalBroker]:
+        return [n for name in self.brokers for n in self.nodes(name)]
+
+    def replace_node(self, node: LocalBroker) -> None:
+        """Record `node` (restarted: a new PID, maybe new ports) in place of its namesake."""
+        cluster = node.cluster_name
+        if self.brokers[cluster].name == node.name:
+            self.brokers[cluster] = node
+        else:
+            self.extra_nodes[cluster] = [node if n.name == node.name else n for n in self.extra_nodes[cluster]]
 
     @property
     def bootstrap(self) -> dict[str, str]:
-        return {name: b.bootstrap for name, b in self.brokers.items()}
+        return {name: ",".join(n.bootstrap for n in self.nodes(name)) for name in self.brokers}
 
     @property
     def names(self) -> list[str]:
@@ -270,16 +309,23 @@ class LocalClusters:
 
     @classmethod
     def start(cls, names: list[str], base_dir: str | Path, timeout: float | None = None, engine: str | None = None,
-              options: dict | None = None, client: dict | None = None, host: str | None = None) -> "LocalClusters":
-        """Start (or re-use, if already running from the same state file) one broker per name, all
+              options: dict | None = None, client: dict | None = None, host: str | None = None,
+              nodes: int = 1) -> "LocalClusters":
+        """Start (or re-use, if already running from the same state file) one cluster per name, all
         at once, then wait for each. A broker that ran before keeps its engine, ports and options
         (its data is that engine's); new ones get `engine` (default: `default_engine()`) and
-        `options` (see start_broker) and bind `host` (default loopback). `client`: librdkafka
-        settings for the readiness check of a secured listener."""
+        `options` (see start_broker) and bind `host` (default loopback). `nodes` (kafka only):
+        KRaft nodes per cluster, each broker and controller (multi_node.py; a cluster that ran
+        before keeps its count). `client`: librdkafka settings for the readiness check of a
+        secured listener."""
         base = Path(base_dir).resolve()
         base.mkdir(parents=True, exist_ok=True)
         existing = cls.load(base)
+        engine = engine or default_engine()
+        if nodes > 1 and engine != "kafka":
+            raise LocalClusterError(f"{nodes} nodes per cluster: only the kafka engine runs multi-node clusters, not {engine!r}")
         brokers: dict[str, LocalBroker] = {}
+        extra: dict[str, list[LocalBroker]] = {}
 
         def launch(name: str) -> LocalBroker:
             old = existing.brokers.get(name) if existing else None
@@ -291,51 +337,79 @@ class LocalClusters:
                 return start_broker(name, base, port, old.engine, cport, old.options, old.host)
             return start_broker(name, base, None, engine, None, options, host)
 
+        def multi(name: str) -> list[LocalBroker]:
+            from treedist.local.multi_node import start_cluster
+
+            old = existing.nodes(name) if existing and name in existing.brokers else None
+            count = len(old) if old else nodes
+            return start_cluster(name, base, count, old[0].host if old else (host or HOST), options, old, timeout, client)
+
+        def is_multi(name: str) -> bool:
+            if existing and name in existing.brokers:
+                return bool(existing.extra_nodes.get(name))
+            return nodes > 1
+
         try:
             # In parallel: a Kafka node's storage format is a JVM run of ~1-2 s.
             with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
-                futures = {name: pool.submit(launch, name) for name in names}
+                futures = {name: pool.submit(multi if is_multi(name) else launch, name) for name in names}
                 errors = []
                 for name, future in futures.items():
                     try:
-                        brokers[name] = future.result()
+                        result = future.result()
+                        if isinstance(result, list):  # a multi-node cluster, started and waited on
+                            brokers[name], extra[name] = result[0], result[1:]
+                        else:
+                            brokers[name] = result
                     except Exception as err:  # collected: every started broker is stopped below
                         errors.append(err)
                 if errors:
                     raise errors[0]
                 ready = {name: pool.submit(_ready_or_restarted, broker, base, timeout, client)
-                         for name, broker in brokers.items()}
+                         for name, broker in brokers.items() if name not in extra}
                 for name, future in ready.items():
                     brokers[name] = future.result()
         except Exception:
-            stop_all([b.pid for b in brokers.values()])
+            stop_all([b.pid for b in brokers.values()] + [n.pid for ns in extra.values() for n in ns])
             raise
-        clusters = cls(base, brokers)
+        clusters = cls(base, brokers, extra)
         clusters.save()
         return clusters
 
     @classmethod
     def load(cls, base_dir: str | Path) -> "LocalClusters | None":
         raw = read_state(base_dir, STATE_FILE)
-        return None if raw is None else cls(Path(base_dir), {b["name"]: LocalBroker(**b) for b in raw["brokers"]})
+        if raw is None:
+            return None
+        brokers: dict[str, LocalBroker] = {}
+        extra: dict[str, list[LocalBroker]] = {}
+        for entry in raw["brokers"]:
+            node = LocalBroker(**entry)
+            if node.name == node.cluster_name:
+                brokers[node.name] = node
+            else:
+                extra.setdefault(node.cluster_name, []).append(node)
+        return cls(Path(base_dir), brokers, extra)
 
     def save(self) -> None:
-        write_state(self.base_dir, STATE_FILE, {"brokers": [asdict(b) for b in self.brokers.values()]})
+        write_state(self.base_dir, STATE_FILE, {"brokers": [asdict(b) for b in self.all_nodes()]})
 
     def status(self) -> list[dict]:
-        return [{**asdict(b), "bootstrap": b.bootstrap, "running": is_ours(b)} for b in self.brokers.values()]
+        """One row per node (`cluster` names its cluster, `node_id` its KRaft id)."""
+        return [{**asdict(b), "cluster": b.cluster_name, "node_id": b.node_id, "bootstrap": b.bootstrap,
+                 "running": is_ours(b)} for b in self.all_nodes()]
 
     def stop(self, grace: float | None = None) -> None:
         """Stop every broker that is still the one we started (see `is_ours`), by PID: all are
         signalled at once, then waited on (`grace`: by default 30 s for Kafka, 5 s for noida-db)."""
-        ours = [b for b in self.brokers.values() if is_ours(b)]
+        ours = [b for b in self.all_nodes() if is_ours(b)]
         if grace is None:
             grace = KAFKA_STOP_GRACE_S if any(b.engine == "kafka" for b in ours) else 5.0
         stop_all([b.pid for b in ours], grace)
 
     @property
     def engines(self) -> set[str]:
-        return {b.engine for b in self.brokers.values()}
+        return {b.engine for b in self.all_nodes()}
 
 
 def stop_all(pids: list[int], grace: float = 5.0) -> None:
