@@ -102,11 +102,16 @@ def remote_topic(source: str, topic: str, policy: str) -> str:
     return topic if policy == IDENTITY else f"{source}.{topic}"
 
 
+def properties_text(props: dict[str, str]) -> str:
+    """The properties file MM2 is started with (what `treedist import mm2` is tested on too)."""
+    return "".join(f"{k} = {v}\n" for k, v in props.items())
+
+
 def start(props: dict[str, str], workdir: Path, name: str, args: list[str] | None = None) -> subprocess.Popen:
     """Write `<name>.properties` and start MM2 in its own session; its log goes to `<name>.log`.
     `args`: more of MirrorMaker's arguments (`--clusters A B`: only the flows into A and B)."""
     path = workdir / f"{name}.properties"
-    path.write_text("".join(f"{k} = {v}\n" for k, v in props.items()))
+    path.write_text(properties_text(props))
     with open(workdir / f"{name}.log", "ab") as log:
         return subprocess.Popen([java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath(),
                                  MAIN_CLASS, str(path), *(args or [])],

@@ -64,7 +64,7 @@ RANK = {
     "errors": 0, "logfmt": 0, "locations": 0, "maven": 0, "memory": 0,
     "topology": 1,
     "config": 2,
-    "kafka": 3, "endpoints": 3,
+    "kafka": 3, "endpoints": 3, "mm2import": 3,
     "spark": 4, "offsets": 4, "topics": 4, "acls": 4, "registry": 4, "sizing": 4, "verify": 4, "client": 4,
     "records": 5,  # the executor's record path: never the driver's runtime or anything above
     "driver": 6,
