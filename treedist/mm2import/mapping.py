@@ -21,6 +21,7 @@ import yaml
 
 from treedist.config import ConfigError, parse_deployment
 from treedist.config.model import CLUSTER_NAME
+from treedist.config.secrets import is_secret_key
 from treedist.mm2import.clients import CLIENT_KEYS, ROLES, Given, cluster_client
 from treedist.mm2import.errors import Mm2ImportError
 from treedist.mm2import.passive import place_passive
@@ -108,7 +109,9 @@ def _strip_comments(settings: dict[str, Setting], report: Report) -> dict[str, S
     out = {}
     for key, s in settings.items():
         value = s.value
-        if _TRAILING_COMMENT.search(value) and not _TRAILING_COMMENT.sub("", value) == "":
+        head = _TRAILING_COMMENT.sub("", value)
+        # never inside a credential or a quoted string (a JAAS password may hold ` #`)
+        if head != value and head.strip() and not is_secret_key(key) and head.count('"') % 2 == 0:
             value = _TRAILING_COMMENT.sub("", value)
             report.note(f"line {s.line}: {key}: the text from `#` on was taken as a comment (Java's .properties keeps "
                         f"it in the value: MM2 reads {shown(key, s.value)!r})")

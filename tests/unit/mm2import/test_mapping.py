@@ -219,3 +219,11 @@ def test_dc_labels_keep_clusters_together_and_become_labels():
 def test_what_cannot_be_imported_is_one_error_naming_the_setting(text, error):
     with pytest.raises(Mm2ImportError, match=re.escape(error)):
         import_mm2(text)
+
+
+def test_a_trailing_comment_is_dropped_with_a_note_but_never_from_a_credential():
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p #1";'
+    imported = _import(f"topics = orders   # the orders\na.sasl.jaas.config = {jaas}\n")
+    assert imported.spec["topics"]["regex"] == ["orders"]
+    assert any("line 6: topics: the text from `#` on was taken as a comment" in n for n in imported.report.notes)
+    assert imported.spec["clusters"]["a"]["client"]["sasl.username"] == "u"  # the JAAS value parsed whole
