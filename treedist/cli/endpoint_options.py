@@ -31,7 +31,11 @@ InsecureOption = typer.Option(False, "--insecure", help="Serve on a non-loopback
 
 UiPortOption = typer.Option(0, "--ui-port", help="Serve the live web view on 127.0.0.1:PORT (or --bind; 0: off).")
 StatusPortOption = typer.Option(0, "--status-port", help="Serve this worker's own view on "
-                                                         "127.0.0.1:PORT/api/worker (or --bind; 0: off).")
+                                                         "127.0.0.1:PORT/api/worker, /healthz and /readyz "
+                                                         "(or --bind; 0: off).")
+RunStatusPortOption = typer.Option(0, "--status-port", help="Serve /healthz, /readyz (every query running) and "
+                                                            "/api/status on 127.0.0.1:PORT (or --bind; 0: off), "
+                                                            "from before the queries start.")
 LogLevelOption = typer.Option("warning", "--log-level", help="debug, info, warning or error (long-running commands).")
 LogFileOption = typer.Option(None, "--log-file", help="Also write the log to this file.")
 

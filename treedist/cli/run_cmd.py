@@ -17,8 +17,8 @@ from rich.live import Live
 from rich.table import Table
 
 from treedist.cli.common import console, load
-from treedist.cli.endpoint_options import (EXPOSURE_FLAGS, LogFileOption, LogLevelOption, UiPortOption, exposed_by_flags,
-                                          metrics_port_option)
+from treedist.cli.endpoint_options import (EXPOSURE_FLAGS, LogFileOption, LogLevelOption, RunStatusPortOption, UiPortOption,
+                                          exposed_by_flags, metrics_port_option)
 from treedist.config import Deployment, parse_deployment
 from treedist.kafka import admin_client, ensure_topics
 from treedist.kafka.offsets import OffsetReader
@@ -50,6 +50,7 @@ def run(
     drain_timeout: float = typer.Option(180.0, "--drain-timeout", help="Demo only: seconds to wait for distributors to catch up before verifying."),
     metrics_port: int = metrics_port_option(),
     ui_port: int = UiPortOption,
+    status_port: int = RunStatusPortOption,
     workers: int = typer.Option(1, "--workers", min=1, help="Demo only: control-plane workers to start (kill one "
                                                             "to see its units fail over to the others)."),
     engine: str = typer.Option("kafka", "--engine", help="Demo only: the local clusters' engine: kafka (Apache Kafka, "
@@ -73,10 +74,13 @@ def run(
     demo still drains and verifies); a second signal forces. Exit 0 (130 after SIGINT); the
     demo exits 1 when its verification is not clean.
 
+    --status-port serves /healthz (alive) and /readyz (200 when every query runs; 503 with
+    the reasons), as do the metrics and web view ports.
+
     Example: treedist run -c deploy.yaml --metrics-port 9100 --ui-port 8080"""
     from treedist.ops.logs import setup_logging
 
-    ops = Ops(metrics_port, ui_port, setup_logging(log_level, log_file), str(config or ""), exposed)
+    ops = Ops(metrics_port, ui_port, setup_logging(log_level, log_file), str(config or ""), exposed, status_port)
     with DriverProcess(console.print) as process:
         if config is not None:
             deployment = load(config)
@@ -119,13 +123,18 @@ class Ops:
     recent_errors: object  # treedist.ops.logs.RecentErrors
     config_path: str
     exposure: object = None  # treedist.endpoints.Exposure of metrics and the web view (None: loopback)
+    status_port: int = 0  # /healthz, /readyz and /api/status (treedist.ops.web.StatusServer)
 
 
 def _start_app(process: DriverProcess, deployment: Deployment, ops: Ops):
     """Client settings checked, Spark started, distributors started; each registered on
     `process` (treedist.driver.process) so that whatever happens later (or during the start)
     is stopped in reverse order. The status snapshot (treedist.ops) is refreshed by a
-    background job; metrics and the web view, when asked for, serve it."""
+    background job; metrics and the web view, when asked for, serve it. The status port
+    listens from before Spark starts: /readyz says "starting" until every query runs."""
+    import threading
+
+    from treedist.ops.probes import app_readiness
     from treedist.ops.serve import serve
     from treedist.ops.snapshot import RUN_TIMESTAMP_SCAN_RECORDS, StatusJob, StatusSource
     from treedist.driver.units import background_jobs
@@ -137,9 +146,19 @@ def _start_app(process: DriverProcess, deployment: Deployment, ops: Ops):
                           timestamp_scan_records=RUN_TIMESTAMP_SCAN_RECORDS)
     app = process.application(deployment, spark, jobs=[*background_jobs(deployment), StatusJob(source)])
     source.attach(app)
+    started = threading.Event()
+    ready = app_readiness(app, deployment, stopping=lambda: process.stopping, started=started.is_set)
+    if ops.status_port:
+        from treedist.ops.web import StatusServer
+
+        status = StatusServer(source, ops.status_port, ready, ops.exposure).start()
+        process.callback(status.stop)
+        console.print(f"status port: {status.url}")
     _announce_queries(app)
     app.start()
-    for what, url in serve(process, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port, exposure=ops.exposure).items():
+    started.set()
+    for what, url in serve(process, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port, exposure=ops.exposure,
+                           readiness=ready).items():
         console.print(f"{what}: {url}")
     return app
 
@@ -175,6 +194,8 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     from treedist.local import statedir as state_dirs
     from treedist.local.lock import StateDirLock
     from treedist.local.workers import LocalWorkers
+    from treedist.control.status import control_snapshot
+    from treedist.ops.probes import units_readiness
     from treedist.ops.serve import serve
     from treedist.ops.snapshot import RUN_TIMESTAMP_SCAN_RECORDS, StatusSource
     from treedist.verify import verify_topic
@@ -223,6 +244,15 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
         control = etcd_client(deployment.control, str(config_path))
         stack.callback(control.close)
         keys = Keys(deployment.control.prefix)
+        source = StatusSource(deployment, config_path=str(config_path), recent_errors=ops.recent_errors,
+                              timestamp_scan_records=RUN_TIMESTAMP_SCAN_RECORDS)
+        ready = units_readiness(lambda: control_snapshot(control, keys), deployment_units(deployment))
+        if ops.status_port:
+            from treedist.ops.web import StatusServer
+
+            status = StatusServer(source, ops.status_port, ready, ops.exposure).start()
+            stack.callback(status.stop)
+            console.print(f"status port: {status.url}")
         console.print(
             f"deployment written to {config_path}; starting {workers} worker{'s' if workers > 1 else ''} "
             f"(etcd {etcd.client_url}{', TLS and auth' if etcd.secured else ''}); the leader assigns the units: "
@@ -243,10 +273,8 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
             except StopRequested as stop:
                 console.print(f"{stop} while starting: stopping; nothing to verify")
                 return False
-            source = StatusSource(deployment, config_path=str(config_path), recent_errors=ops.recent_errors,
-                                  timestamp_scan_records=RUN_TIMESTAMP_SCAN_RECORDS)
             for what, url in serve(work_stack, source, metrics_port=ops.metrics_port, ui_port=ops.ui_port,
-                                   exposure=ops.exposure).items():
+                                   exposure=ops.exposure, readiness=ready).items():
                 console.print(f"{what}: {url}")
             workload = DemoWorkload(clients, DEMO_TOPIC, rate,
                                     serialize=avro_demo.serializer(deployment.schemas.registries["c1"], DEMO_TOPIC))

@@ -41,8 +41,12 @@ def worker(
     """Run one worker until SIGTERM or Ctrl-C: its units stop cleanly (batches settle), its
     leadership and lease are given back, so the others take over at once.
 
+    The status port also answers /healthz (alive) and /readyz (200 when every unit assigned
+    here runs and etcd answers, 503 with the reasons otherwise), as does the metrics port.
+
     Example: treedist worker -c deploy.yaml --label dc=eu1 --status-port 8090"""
     from treedist.config import load_spec
+    from treedist.control.ready import worker_readiness
     from treedist.control.view import ViewServer
     from treedist.control.worker import Worker, WorkerOptions
     from treedist.ops.logs import setup_logging
@@ -61,16 +65,18 @@ def worker(
     options = WorkerOptions(name=name, labels=labels, state_dir=state_dir.resolve(), connect_timeout_s=connect_timeout)
     with DriverProcess(console.print) as process:
         node = Worker(load_spec(config), str(config), options, stopping=lambda: process.stopping)
+        ready = worker_readiness(node, stopping=lambda: process.stopping)
         with process.until_stopped(f"worker {name} stopping (units settle and are handed over) ..."):
-            node.start(process)
-            if status_port:
-                view = ViewServer(node.view, status_port, exposure=exposed).start()
+            if status_port:  # before the start: /healthz answers and /readyz says "starting" meanwhile
+                view = ViewServer(node.view, status_port, exposure=exposed, readiness=ready).start()
                 process.callback(view.stop)
                 console.print(f"worker view: {view.url}")
+            node.start(process)
             if metrics_port:
                 from treedist.ops.worker_metrics import serve_worker_metrics
 
-                metrics = serve_worker_metrics(process, node.deployment, node.app, name, metrics_port, str(config), exposed)
+                metrics = serve_worker_metrics(process, node.deployment, node.app, name, metrics_port, str(config), exposed,
+                                               readiness=ready)
                 console.print(f"metrics: {metrics.url}")
             console.print(f"worker {name} ({node.deployment_id}) running; stop with Ctrl-C or SIGTERM")
             node.run()

@@ -70,6 +70,10 @@ class Membership:
         """Step 3: may this worker act (run units, lead) now?"""
         return self.lease_id != 0 and self._clock() - self._last_ok < self.fence_after_s
 
+    def down_since(self) -> float | None:
+        """Since when (this membership's clock) renewals have failed; None while they succeed."""
+        return self._down_since
+
     def lease_age_s(self) -> float:
         return time.time() - self.registered_at
 

@@ -17,17 +17,22 @@ from starlette.routing import Route
 
 from treedist.control.errors import ControlError
 from treedist.endpoints import Exposure
+from treedist.ops.probes import Readiness
 from treedist.ops.web import ThreadedServer
 
 
 class ViewServer(ThreadedServer):
+    """The worker's status port: `/api/worker`, and `/healthz` and `/readyz` (`readiness`:
+    treedist.control.ready.worker_readiness) for systemd watchers and Kubernetes probes."""
+
     def __init__(self, view: Callable[[], dict], port: int, host: str = "127.0.0.1",
-                 exposure: Exposure | None = None) -> None:
+                 exposure: Exposure | None = None, readiness: Readiness | None = None) -> None:
         async def worker(_: Request) -> JSONResponse:
             return JSONResponse(view())
 
         super().__init__(Starlette(routes=[Route("/api/worker", worker)]), port, host, name="treedist-worker-view",
-                         what="the worker view", hint="--status-port", error=ControlError, exposure=exposure)
+                         what="the worker view", hint="--status-port", error=ControlError, exposure=exposure,
+                         readiness=readiness)
 
     @property
     def url(self) -> str:

@@ -189,10 +189,12 @@ class Worker:
             attempt += 1
             try:
                 self.client.status()
+                self._etcd_down_since = None
                 if attempt > 1:
                     log.info("etcd at %s answers (attempt %d)", ", ".join(self.control.etcd), attempt)
                 return
             except EtcdUnavailable as err:
+                self._etcd_down_since = self._etcd_down_since or started  # for /readyz meanwhile
                 waited = time.monotonic() - started
                 limit = self.options.connect_timeout_s
                 if self._stopping() or (limit is not None and waited + backoff > limit):
@@ -344,10 +346,15 @@ class Worker:
             out[unit] = entry
         return out
 
+    def etcd_down_since(self) -> float | None:
+        """Since when (monotonic) etcd has not answered the worker's loop; None while it does."""
+        return self._etcd_down_since
+
     def view(self) -> dict:
         """This worker's own view (`/api/worker`): what it believes and does, with history."""
         return {
             "worker": self.options.name, "labels": dict(self.options.labels), "deployment_id": self.deployment_id,
+            "started": self.runner is not None,  # etcd joined, Spark and the application up (the view answers before)
             "lease": self.membership.lease_id if self.membership else 0,
             "lease_valid": bool(self.membership and self.membership.valid()),
             "leader": bool(self.election and self.election.term), "term": self.election.term if self.election else 0,

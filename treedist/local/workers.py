@@ -72,7 +72,8 @@ class LocalWorkers:
         return worker
 
     def wait_ready(self, names: list[str] | None = None, timeout_s: float = 120.0) -> None:
-        """Until each worker's view answers (it has joined etcd and started Spark)."""
+        """Until each worker's view says it started (it has joined etcd and started Spark; the
+        view answers from before that)."""
         deadline = time.monotonic() + timeout_s
         for name in names or list(self.workers):
             worker = self.workers[name]
@@ -81,8 +82,11 @@ class LocalWorkers:
                     raise LocalClusterError(f"worker {name} exited with {self._procs[name].returncode}: "
                                             f"{_tail(worker.output)}")
                 try:
-                    worker.view()
-                    break
+                    if worker.view().get("started"):
+                        break
+                    if time.monotonic() > deadline:
+                        raise LocalClusterError(f"worker {name} did not start in {timeout_s:.0f} s: {_tail(worker.output)}")
+                    time.sleep(0.5)
                 except OSError:
                     if time.monotonic() > deadline:
                         raise LocalClusterError(f"worker {name} did not come up in {timeout_s:.0f} s: {_tail(worker.output)}") from None

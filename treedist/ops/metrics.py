@@ -189,13 +189,15 @@ def metrics_app(registry: CollectorRegistry) -> Starlette:
 class MetricsServer(ThreadedServer):
     """The /metrics endpoint (`--metrics-port`) in a daemon thread of the driver: loopback
     over plain HTTP by default, or as `exposure` says (TLS, basic auth: treedist.endpoints),
-    served by uvicorn like the web view."""
+    served by uvicorn like the web view; `/healthz` and `/readyz` beside it (`readiness`:
+    treedist.ops.probes)."""
 
-    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1", exposure: Exposure | None = None) -> None:
+    def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1", exposure: Exposure | None = None,
+                 readiness=None) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SnapshotCollector(source))
         super().__init__(metrics_app(self.registry), port, host, name="treedist-metrics", what="the metrics endpoint",
-                         hint="--metrics-port", error=OpsError, exposure=exposure)
+                         hint="--metrics-port", error=OpsError, exposure=exposure, readiness=readiness)
 
     @property
     def url(self) -> str:

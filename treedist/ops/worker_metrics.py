@@ -66,12 +66,12 @@ class UnitsCollector(Collector):
 
 
 def serve_worker_metrics(stack: ExitStack, deployment, app, worker: str, port: int, config_path: str = "",
-                         exposure: Exposure | None = None) -> MetricsServer:
+                         exposure: Exposure | None = None, readiness=None) -> MetricsServer:
     """Start the worker's metrics endpoint on `port` (as `exposure` says; loopback by default),
-    its stop registered on `stack`."""
+    its stop registered on `stack`; `/readyz` there answers the worker's `readiness`."""
     source = StatusSource(deployment, config_path=config_path)
     source.attach(app)
-    server = MetricsServer(UnitsSource(source, app), port, exposure=exposure)  # type: ignore[arg-type]
+    server = MetricsServer(UnitsSource(source, app), port, exposure=exposure, readiness=readiness)  # type: ignore[arg-type]
     server.registry.register(UnitsCollector(app, worker))
     server.start()
     stack.callback(server.stop)

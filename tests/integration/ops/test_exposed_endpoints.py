@@ -123,6 +123,18 @@ def test_prometheus_metrics_are_readable_with_credentials(status_server, tls):
     assert {s.labels["distributor"] for s in families["treedist_link_state"].samples} == {"a-L1", "b-L1"}
 
 
+@pytest.mark.parametrize("what", ["web", "metrics"])
+def test_health_and_readiness_answer_without_credentials_and_show_nothing_of_the_status(status_server, tls, what):
+    base = status_server[what].removesuffix("/").removesuffix("/metrics")
+    with _client(tls["ca"]) as client:
+        alive = client.get(f"{base}/healthz")
+        ready = client.get(f"{base}/readyz")
+    assert alive.status_code == 200 and alive.json()["alive"] is True
+    # `status` runs no unit: ready once it serves, whatever the clusters do
+    assert ready.status_code == 200 and ready.json()["ready"] is True
+    assert "cluster" not in alive.text + ready.text
+
+
 def test_a_client_trusting_another_ca_or_speaking_plain_http_gets_nothing(status_server, tls):
     with _client(tls["other_ca"], auth=(USER, PASSWORD)) as client:
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):

@@ -48,6 +48,20 @@ def _view(port: int) -> dict | None:
         return None
 
 
+def _probe(port: int, path: str) -> tuple[int, dict] | None:
+    """(status, JSON body) of GET `path`, or None while nothing answers."""
+    import json
+    import urllib.error
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+    except OSError:
+        return None
+
+
 def test_a_worker_serves_the_metrics_of_the_units_it_runs(local_kafka, etcd, tmp_path):
     bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
     topic = f"worker-metrics-{uuid.uuid4().hex[:8]}"
@@ -74,15 +88,24 @@ def test_a_worker_serves_the_metrics_of_the_units_it_runs(local_kafka, etcd, tmp
         return (tmp_path / "worker.out").read_text(errors="replace")[-3000:]
 
     try:
-        # the leader (this worker) assigns every unit to itself: both record queries run here
+        # the leader (this worker) assigns every unit to itself: both record queries run here.
+        # Meanwhile /readyz is 503 with its reasons (starting, no leader, a unit not running
+        # yet), or 200 listing the units assigned so far, every one of them running.
         deadline = time.monotonic() + 240
+        seen = []
         while True:
             assert proc.poll() is None, output()
             assert time.monotonic() < deadline, f"units never all ran on m1: {_view(view_port)}"
-            view = _view(view_port)
+            ready, view = _probe(view_port, "/readyz"), _view(view_port)
             if view is not None and {"messages/c1", "messages/c2"} <= set(view["units"]):
                 break
+            if ready is not None and view is not None:
+                seen.append(ready)
             time.sleep(1)
+        assert any(status == 503 for status, _ in seen), seen
+        for status, body in seen:
+            assert (status == 503 and body["ready"] is False and body["reasons"]) or (
+                status == 200 and all(state == "running" for state in body["units"].values())), seen
         total = produce_concurrently(bootstrap, topic, PER_CLUSTER, 2)
         deadline = time.monotonic() + 180
         while True:
@@ -97,6 +120,12 @@ def test_a_worker_serves_the_metrics_of_the_units_it_runs(local_kafka, etcd, tmp
         assert units == set(_view(view_port)["units"])
         assert {s.labels["distributor"] for s in scraped["treedist_link_state"]} == {"c1-L1", "c2-L1"}
         assert sum(copied.values()) == total  # each record copied once, to the other cluster
+        # both ports: alive, and ready with both queries running and etcd answering
+        for port in (view_port, metrics_port):
+            assert _probe(port, "/healthz")[0] == 200
+            status, body = _probe(port, "/readyz")
+            assert (status, body) == (200, {"worker": "m1", "ready": True, "etcd": {"reachable": True},
+                                            "units": {"messages/c1": "running", "messages/c2": "running"}}), output()
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

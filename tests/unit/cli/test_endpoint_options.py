@@ -18,7 +18,7 @@ EXPOSURE = {"--bind": "127.0.0.1", "--tls-cert": None, "--tls-key": None, "--aut
             "--insecure": False}
 LOGS = {"--log-level": "warning", "--log-file": None}
 CONTRACT = {
-    ("run",): {"--metrics-port": 0, "--ui-port": 0, **EXPOSURE, **LOGS},
+    ("run",): {"--metrics-port": 0, "--ui-port": 0, "--status-port": 0, **EXPOSURE, **LOGS},
     ("worker",): {"--metrics-port": 0, "--status-port": 0, **EXPOSURE, **LOGS},
     ("status",): {"--metrics-port": 0, "--ui-port": 0, **EXPOSURE, **LOGS},
     ("registry", "serve"): {"--host": "127.0.0.1", **EXPOSURE, **LOGS},
