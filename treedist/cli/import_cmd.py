@@ -64,6 +64,8 @@ def mm2(
         imported = import_mm2(text, labels, source=input_.name)
     except Mm2ImportError as err:
         raise Mm2ImportError(f"{input_}: {err}") from None
+    if not (output.parent if str(output.parent) else Path(".")).is_dir():
+        raise Mm2ImportError(f"{output}: its directory does not exist")
     if output.exists() and not force:
         typer.secho(f"error: {output} exists; --force overwrites it", fg=typer.colors.RED, err=True)
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -376,7 +376,7 @@ def _mm2_settings(spec: dict, sorted_: _Sorted, flows: list[tuple[str, str]], cl
     if (v := one("refresh.topics.interval.seconds")) is not None:
         distributor["topic_refresh_seconds"] = _seconds(v[0], v[1])
     eos = one("exactly.once.support")
-    targets_eos = [s for c in clusters for k, s in sorted_.cluster.get(c, {}).items()
+    targets_eos = [s for c in clusters for k, s in [*sorted_.cluster.get(c, {}).items(), *sorted_.top.items()]
                    if k == "exactly.once.source.support" and s.value.strip().lower() == "enabled"]
     if (eos is not None and eos[1].strip().lower() in ("required", "requested")) or targets_eos:
         distributor["delivery"] = "exactly_once"
@@ -412,7 +412,7 @@ def _report_rest(sorted_: _Sorted, flows: list[tuple[str, str]], policy, report:
         report.skip(key, s.value, unmapped_todo(key))
     for flow in flows:
         for sub, s in sorted_.flows.get(flow, {}).items():
-            if sub in MAPPED and not (sub == "replication.policy.class" and not identity):
+            if sub == "enabled" or (sub in MAPPED and not (sub == "replication.policy.class" and not identity)):
                 continue
             report.skip(s.key, s.value, unmapped_todo(sub))
 

@@ -17,7 +17,6 @@ MAPPED = {
     "config.properties.blacklist", "replication.factor", "sync.topic.acls.enabled", "sync.topic.acls.interval.seconds",
     "refresh.topics.interval.seconds", "sync.group.offsets.enabled", "sync.group.offsets.interval.seconds",
     "emit.checkpoints.enabled", "exactly.once.support", "exactly.once.source.support", "replication.policy.class",
-    "enabled",
 }
 
 _INTERNAL_TOPIC = ("treedist has no such internal topic: how far each link got is in checkpoint_location, "

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from treedist.config import parse_deployment
 from treedist.mm2import import Mm2ImportError, import_mm2
@@ -227,3 +229,25 @@ def test_a_trailing_comment_is_dropped_with_a_note_but_never_from_a_credential()
     assert imported.spec["topics"]["regex"] == ["orders"]
     assert any("line 6: topics: the text from `#` on was taken as a comment" in n for n in imported.report.notes)
     assert imported.spec["clusters"]["a"]["client"]["sasl.username"] == "u"  # the JAAS value parsed whole
+
+
+KEYS = ["clusters", "a.bootstrap.servers", "b.bootstrap.servers", "c.bootstrap.servers", "a->b.enabled", "b->a.enabled",
+        "b->c.enabled", "a->c.topics", "topics", "topics.exclude", "groups", "a.sasl.jaas.config", "b.consumer.linger.ms",
+        "a.ssl.keystore.location", "ssl.truststore.type", "replication.factor", "sync.topic.acls.enabled", "A.x",
+        "refresh.topics.interval.seconds", "c.producer.sasl.mechanism", "x->y.enabled", "tasks.max"]
+VALUES = ["a, b", "a, b, c", "true", "false", "k:1", ".*", "x.*, [", "3", "-1", "abc", "", "/k.p12", "PEM",
+          PLAIN.format(pw="p"), "Other required a=b;", "a b"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(VALUES)), max_size=12))
+def test_any_configuration_imports_to_a_valid_deployment_or_is_one_import_error(pairs):
+    """Whatever the settings, the import gives a deployment the model accepts, or an
+    Mm2ImportError; nothing else escapes."""
+    text = "".join(f"{k} = {v}\n" for k, v in pairs)
+    try:
+        imported = import_mm2(text)
+    except Mm2ImportError:
+        return
+    parse_deployment(imported.spec, resolve=False)
+    assert "\n" not in "".join(u.setting for u in imported.report.unmapped)

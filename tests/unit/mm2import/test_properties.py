@@ -61,9 +61,18 @@ def test_surrogate_pairs_make_one_character_as_in_java():
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.dictionaries(TEXT.filter(bool), TEXT, max_size=8))
 def test_escaped_keys_and_values_read_back_equal(settings_):
     """dump then parse is the identity, whatever the keys and values hold (separators, blanks,
     backslashes, comment characters, line ends, non-ASCII)."""
     assert _values(dump_properties(settings_)) == settings_
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=200))
+def test_any_text_parses_or_is_one_error_naming_a_line(text):
+    try:
+        parse_properties(text)
+    except Mm2ImportError as err:
+        assert str(err).startswith("line ")

@@ -32,7 +32,7 @@ def _depth(spec, cluster, at=0):
 CLUSTERS = st.lists(st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True), min_size=2, max_size=12, unique=True)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(CLUSTERS, st.data())
 def test_every_cluster_is_a_leaf_once_and_each_data_centre_is_one_subtree(clusters, data):
     dcs = data.draw(st.dictionaries(st.sampled_from(clusters), st.sampled_from(["dc1", "dc2", "dc3"])))
@@ -50,7 +50,7 @@ def test_every_cluster_is_a_leaf_once_and_each_data_centre_is_one_subtree(cluste
         assert _depth(spec, cluster) <= math.ceil(math.log2(groups)) + math.ceil(math.log2(largest)) + 1
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.integers(2, 33))
 def test_without_data_centres_the_tree_is_as_shallow_as_can_be(n):
     clusters = [f"c{i}" for i in range(n)]
