@@ -415,6 +415,14 @@ class DistributorConfig(Frozen):
     early when the link stops or its targets switch (local executors); not in `delivery: exactly_once` (no copying
     ahead there)."""
 
+    idle_watch_after: DurationOrZero = 2.0
+    """How long a query's source must stay without new records before its planner stops asking the source's brokers
+    for every partition's latest offset at each trigger and watches instead, with one consumer whose fetches wait at
+    the broker for the next record (`treedist.kafka.idle_watch`): the first record wakes it at the next trigger, and
+    it looks at everything again every `topic_refresh_seconds`. An idle deployment then costs nearly nothing, however
+    many topics it selects. 0: ask at every trigger. Not on clusters without topic IDs (noida-db, whose empty fetches
+    return at once)."""
+
     copy_ahead: StrictBool = True
     """Whether a task also copies the records its fetches brought past its windows' ends, and what keeps arriving
     while a backlog lasts, instead of leaving them to the next micro-batch, which would fetch them again

@@ -144,6 +144,8 @@ class DistributorReader(DataSourceStreamReader):
         # (token of a batch's end, when its planning first found nothing new past what it
         # copied ahead): see _record_copied_ahead_now.
         self._quiet: tuple[str, float] = ("", 0.0)
+        self._watch = None  # IdleWatch (driver only), made when the source first stays quiet
+        self._quiet_since: float | None = None  # since when every planning found nothing new
 
     def __getstate__(self) -> dict:
         # Pickled into executors for `read`: broker clients stay on the driver.
@@ -151,6 +153,7 @@ class DistributorReader(DataSourceStreamReader):
         state["_offsets"] = None
         state["_targets"] = {}
         state["_ahead"] = ("", {})
+        state["_watch"] = None
         return state
 
     # -- driver ---------------------------------------------------------------------------
@@ -216,6 +219,8 @@ class DistributorReader(DataSourceStreamReader):
         if self.plan.hold_file is not None:  # the query's first call: start-up holds it
             _wait_while_held(self.plan.hold_file)
             self.plan = replace(self.plan, hold_file=None)
+        if self._asleep():
+            return start  # the source is quiet: nothing asked of its brokers (_note_quiet)
         begin = LevelPositions.from_dict(start)
         token = batch_token(start)  # the previous batch's identity
         copied = self._copied_ahead(token, begin)
@@ -249,7 +254,41 @@ class DistributorReader(DataSourceStreamReader):
         if copied and not reset and end == begin and not self._record_copied_ahead_now(token):
             return start  # no batch yet: see _record_copied_ahead_now
         out = with_copied_ahead(end, {tp: offset for tp, offset in copied.items() if tp not in reset})
-        return with_topic_ids(out, next_topic_ids(recorded, ids, {tp.topic for tp in end.partitions()}))
+        out = with_topic_ids(out, next_topic_ids(recorded, ids, {tp.topic for tp in end.partitions()}))
+        self._note_quiet(out == start and not copied and not registered, latest)
+        return out
+
+    def _asleep(self) -> bool:
+        """Driver: whether the idle watch is armed and nothing woke it, so that this trigger
+        asks the source nothing (`treedist.kafka.idle_watch`, step 2). Once woken it is
+        disarmed and the planning looks at the source as usual."""
+        if self._watch is None or not self._watch.armed:
+            return False
+        if not self._watch.woke():
+            return True
+        self._watch.disarm()
+        return False
+
+    def _note_quiet(self, quiet: bool, latest: dict[TopicPartitionKey, int]) -> None:
+        """Driver: after a planning that found nothing new (`quiet`) for
+        `distributor.idle_watch_after` in a row, arm the idle watch at `latest`, the offsets
+        everything was read up to; any planning that found something ends the quiet.
+        Not on a cluster whose fetches would not long-poll (no topic IDs: noida-db)."""
+        if not quiet:
+            self._quiet_since = None
+            return
+        now = time.monotonic()
+        if self._quiet_since is None:
+            self._quiet_since = now
+        after = self.plan.distributor.idle_watch_after
+        if after <= 0 or now - self._quiet_since < after or not self._reader().has_topic_ids:
+            return
+        if self._watch is None:
+            from treedist.kafka.idle_watch import IdleWatch
+
+            self._watch = IdleWatch(self.plan.consumer, cluster=self.plan.cluster,
+                                    full_check_s=self.plan.distributor.topic_refresh_seconds)
+        self._watch.arm(latest)
 
     def _record_copied_ahead_now(self, token: str) -> bool:
         """Driver: nothing is new past what the batch `token` copied ahead. Should
@@ -323,6 +362,9 @@ class DistributorReader(DataSourceStreamReader):
         checkpoint is the only offset store."""
 
     def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         self._offsets = None
         self._targets = {}
 

@@ -69,6 +69,7 @@ class OffsetReader:
         self.where = f"cluster {cluster!r}" if cluster else str(client_config.get("bootstrap.servers"))
         self._timeout_s = timeout_s
         self._no_topic_ids = False  # set once the cluster answered that it has no topic IDs
+        self._zero_topic_ids = False  # set once the cluster described a topic with the zero UUID
         if read_committed is None:  # as the cluster's consumers read: read_committed unless told otherwise
             read_committed = str(client_config.get("isolation.level", "read_committed")) == "read_committed"
         self._isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
@@ -177,10 +178,19 @@ class OffsetReader:
                     raise
                 if topic_id != ZERO_TOPIC_ID:
                     ids[name] = topic_id
+                else:
+                    self._zero_topic_ids = True
             return TopicIds(ids, gone)
 
         return with_retries(call, what=f"describing {len(wanted)} topics on {self.where} failed", error=ClusterUnreachable,
                             **self._retry)
+
+    @property
+    def has_topic_ids(self) -> bool:
+        """Whether the cluster described its topics with real topic IDs so far (False once it
+        refused DescribeTopics or answered the zero UUID: noida-db, whose fetches also return
+        at once when empty, so nothing there may long-poll on it)."""
+        return not (self._no_topic_ids or self._zero_topic_ids)
 
     def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """partition -> (low, high) of `topic`; empty when the topic does not exist."""
