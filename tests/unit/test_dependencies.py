@@ -73,6 +73,7 @@ RANK = {
     "local": 9,
     "cli": 10,
     "submit": 11,
+    "prestop": 11,  # beside submit: the driver pod's preStop hook (imports nothing of treedist)
 }
 CLIENT_CLASSES = {"Consumer", "Producer", "AdminClient", "SerializingProducer", "DeserializingConsumer"}
 

@@ -194,8 +194,8 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     from treedist.local import statedir as state_dirs
     from treedist.local.lock import StateDirLock
     from treedist.local.workers import LocalWorkers
+    from treedist.control.ready import units_readiness
     from treedist.control.status import control_snapshot
-    from treedist.ops.probes import units_readiness
     from treedist.ops.serve import serve
     from treedist.ops.snapshot import RUN_TIMESTAMP_SCAN_RECORDS, StatusSource
     from treedist.verify import verify_topic

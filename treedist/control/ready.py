@@ -12,6 +12,9 @@ Ready when, in this order of reasons:
    starting, waiting for a cluster, backing off or failed). A unit assigned here whose claim
    another worker still holds, or that failed to start, is named with that.
 A worker with no unit assigned (a standby) is ready.
+
+`units_readiness` is the demo's (`treedist run` without -c): every unit running on some
+worker, per etcd.
 """
 
 from __future__ import annotations
@@ -94,5 +97,28 @@ def worker_readiness(worker: "Worker", stopping: Callable[[], bool]) -> Readines
                                   else ", failed to start (see the log)" if error else ""))
             body["units"] = {unit: states.get(unit, "not started") for unit in assigned}
         return not reasons, {**body, "ready": not reasons, **({"reasons": reasons} if reasons else {})}
+
+    return check
+
+
+def units_readiness(snapshot: Callable[[], dict], units: list[str]) -> Readiness:
+    """The demo (`treedist run` without -c): ready when every unit of the deployment runs on
+    some worker, per etcd (`snapshot` is treedist.control.status.control_snapshot of the
+    deployment; raising when etcd does not answer)."""
+    down_since: list[float] = []
+
+    def check() -> tuple[bool, dict]:
+        try:
+            snap = snapshot()
+        except ControlError:
+            down_since[:] = down_since or [time.monotonic()]
+            down = round(time.monotonic() - down_since[0], 1)
+            return False, {"ready": False, "etcd": {"reachable": False, "unreachable_for_s": down},
+                           "reasons": [f"etcd unreachable for {down:.0f} s"]}
+        down_since.clear()
+        running = {u["unit"]: u["running_on"] for u in snap.get("units", [])}
+        reasons = [f"unit {unit} not running on any worker" for unit in units if not running.get(unit)]
+        return not reasons, {"ready": not reasons, "etcd": {"reachable": True},
+                             "units": {unit: running.get(unit) for unit in units}, **({"reasons": reasons} if reasons else {})}
 
     return check

@@ -7,7 +7,7 @@ serves them; `treedist run`, `treedist worker`, `treedist status --ui-port`).
   not running and in which state, etcd unreachable for how long, starting, stopping). What
   "ready" means is the serving command's `Readiness`: every assigned unit running and etcd
   reachable on a worker (treedist.control.ready), every query running in `treedist run -c`
-  (`app_readiness`), every unit running somewhere in the demo (`units_readiness`).
+  (`app_readiness`), every unit running somewhere in the demo (treedist.control.ready).
 
 Both answer without basic auth (`with_probes`), so that kubelet and other supervisors can call
 them on a `--bind` address protected by `--auth-user`: their bodies name units, queries,
@@ -129,28 +129,3 @@ def not_running(wanted: Iterable[str], states: dict[str, str], what: str) -> lis
     """One reason per wanted unit or query whose state is not `running`."""
     return [f"{what} {name} {states[name]}" if name in states else f"{what} {name} not started"
             for name in wanted if states.get(name) != "running"]
-
-
-def units_readiness(snapshot: Callable[[], dict], units: list[str]) -> Readiness:
-    """The demo (`treedist run` without -c): ready when every unit of the deployment runs on
-    some worker, per etcd (`snapshot` is treedist.control.status.control_snapshot of the
-    deployment; raising when etcd does not answer)."""
-    down_since: list[float] = []
-
-    def check() -> tuple[bool, dict]:
-        from treedist.control.errors import ControlError
-
-        try:
-            snap = snapshot()
-        except ControlError:
-            down_since[:] = down_since or [time.monotonic()]
-            down = round(time.monotonic() - down_since[0], 1)
-            return False, {"ready": False, "etcd": {"reachable": False, "unreachable_for_s": down},
-                           "reasons": [f"etcd unreachable for {down:.0f} s"]}
-        down_since.clear()
-        running = {u["unit"]: u["running_on"] for u in snap.get("units", [])}
-        reasons = [f"unit {unit} not running on any worker" for unit in units if not running.get(unit)]
-        return not reasons, {"ready": not reasons, "etcd": {"reachable": True},
-                             "units": {unit: running.get(unit) for unit in units}, **({"reasons": reasons} if reasons else {})}
-
-    return check

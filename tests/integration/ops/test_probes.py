@@ -12,12 +12,11 @@ import httpx
 
 from treedist.control.etcd import EtcdClient
 from treedist.control.keys import Keys
-from treedist.control.ready import EtcdReach
+from treedist.control.ready import EtcdReach, units_readiness
 from treedist.control.status import control_snapshot
 from treedist.control.view import ViewServer
 from treedist.endpoints import from_flags
 from treedist.local.launcher import free_port
-from treedist.ops.probes import units_readiness
 
 USER, PASSWORD = "prober", "pw-41d7"
 
