@@ -67,6 +67,9 @@ class DistributorSettings:
     # Whether this query's tasks copy ahead (treedist.records.ahead); False: the planner gives
     # every task an ahead limit of 0 and makes no intents directory.
     copy_ahead: bool
+    # Seconds of plannings that found nothing new before the planner watches its source
+    # instead of asking it at each trigger (treedist.kafka.idle_watch); 0: never.
+    idle_watch_after: float
 
     @classmethod
     def of(cls, config: "DistributorConfig") -> "DistributorSettings":

@@ -1,0 +1,102 @@
+"""The query's planner (DistributorReader.latestOffset, driver) on a real broker when its
+source goes quiet: after `distributor.idle_watch_after` of plannings that found nothing new it
+arms the idle watch and stops asking the broker at each trigger (no ListOffsets: the reader's
+offsets are not asked for), and the first record produced after that gives the next batch.
+Offsets travel through JSON between calls, as Spark hands them over."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from confluent_kafka import Producer
+from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+from treedist.config import parse_deployment
+from treedist.local.deployment import local_deployment
+from treedist.records.plan import plan_cluster
+from treedist.records.positions import LevelPositions, batch_windows
+from treedist.driver.source import DistributorReader
+
+from tests.e2e.workload import create_topic_everywhere
+
+WAIT_S = 30.0  # a bound for a broker round trip under load, never a measure of speed
+
+
+def _plan(local_kafka, topic: str, after: str):
+    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
+    create_topic_everywhere(bootstrap, topic, 2)
+    spec = local_deployment(bootstrap, topics=[topic], distributor={"idle_watch_after": after})
+    return bootstrap, plan_cluster(parse_deployment(spec, "<test>"), "c1")
+
+
+def _produce(servers: str, topic: str, n: int, partition: int = 0) -> None:
+    p = Producer({"bootstrap.servers": servers, "linger.ms": 0})
+    for i in range(n):
+        p.produce(topic, value=f"v{i}".encode(), partition=partition)
+    assert p.flush(30) == 0
+
+
+class CountingReader:
+    """The reader's OffsetReader, counting the offset requests the planner makes."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, 0
+
+    def offsets(self, *args, **kwargs):
+        self.calls += 1
+        return self.inner.offsets(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _plan_once(reader: DistributorReader, start: dict) -> dict:
+    return json.loads(json.dumps(reader.latestOffset(json.loads(json.dumps(start)), ReadAllAvailable())))
+
+
+def test_a_quiet_source_is_watched_not_polled_and_its_next_record_is_planned(local_kafka, unique_topic):
+    bootstrap, plan = _plan(local_kafka, unique_topic, "300 milliseconds")
+    reader = DistributorReader(plan, counters=None)
+    try:
+        _produce(bootstrap["c1"], unique_topic, 4)
+        end = _plan_once(reader, reader.initialOffset())
+        counting = CountingReader(reader._reader())
+        reader._offsets = counting
+        # Quiet: the same end comes back, and after idle_watch_after the watch is armed.
+        deadline = time.monotonic() + WAIT_S
+        while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
+            assert _plan_once(reader, end) == end
+            time.sleep(0.1)
+        assert reader._watch is not None and reader._watch.armed
+        asked = counting.calls
+        for _ in range(5):  # armed: the triggers ask the broker nothing
+            assert _plan_once(reader, end) == end
+        assert counting.calls == asked
+
+        _produce(bootstrap["c1"], unique_topic, 3, partition=1)
+        deadline = time.monotonic() + WAIT_S
+        after = end
+        while after == end and time.monotonic() < deadline:
+            after = _plan_once(reader, end)
+            time.sleep(0.1)
+        windows = batch_windows(LevelPositions.from_dict(end), LevelPositions.from_dict(after))
+        assert [(w.partition, w.from_offset, w.until_offset) for w in windows] == [(1, 0, 3)]
+        assert not reader._watch.armed  # woken: planning as usual while records flow
+    finally:
+        reader.stop()
+
+
+def test_idle_watch_after_zero_keeps_asking_at_every_trigger(local_kafka, unique_topic):
+    bootstrap, plan = _plan(local_kafka, unique_topic, "0s")
+    reader = DistributorReader(plan, counters=None)
+    try:
+        end = _plan_once(reader, reader.initialOffset())
+        counting = CountingReader(reader._reader())
+        reader._offsets = counting
+        for _ in range(3):
+            assert _plan_once(reader, end) == end
+            time.sleep(0.2)
+        assert counting.calls >= 3 and reader._watch is None
+    finally:
+        reader.stop()
