@@ -1,6 +1,6 @@
 """CPU per copy of the copy loop (`treedist.records.copier`) with the per-partition figures
 (`treedist.records.timings`: latency and age histograms, records and bytes), against the copy
-loop of another revision (`--baseline REV`, default HEAD~: give the commit before the figures).
+loop of another revision (`--baseline REV`, default 598a193~: the commit before the figures).
 
 One process, no broker: 2 levels (a source of the 4-cluster tree: both copy a record that has
 no copy-flag header), real confluent-kafka Messages (8 partitions, 100-byte values, no
@@ -83,7 +83,7 @@ def one_round(module, producers: list[Producer], runs: list, figures: bool) -> f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default="HEAD~")
+    parser.add_argument("--baseline", default="598a193~")
     parser.add_argument("--records", type=int, default=40_000)
     parser.add_argument("--rounds", type=int, default=41)
     args = parser.parse_args()

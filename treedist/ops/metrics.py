@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
@@ -21,6 +21,8 @@ from starlette.routing import Route
 
 from treedist.endpoints import Exposure
 from treedist.ops.errors import OpsError
+from treedist.ops.live_metrics import LiveCollector
+from treedist.ops.scrape import ScrapeSnapshots
 from treedist.ops.snapshot import StatusSource
 from treedist.ops.web import ThreadedServer
 
@@ -195,10 +197,19 @@ class MetricsServer(ThreadedServer):
     def __init__(self, source: StatusSource, port: int, host: str = "127.0.0.1", exposure: Exposure | None = None,
                  readiness=None) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(SnapshotCollector(source))
+        # a scrape waits at most 0.5 s for a refresh (treedist.ops.scrape): a dead cluster's probe never times it out
+        self.snapshots = ScrapeSnapshots(source)
+        self.registry.register(SnapshotCollector(self.snapshots))
+        # live: the queries' per-partition figures, target switches, the process tree's CPU and memory
+        self.registry.register(LiveCollector(lambda: self.snapshots.app))
+        ProcessCollector(registry=self.registry)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
         super().__init__(metrics_app(self.registry), port, host, name="treedist-metrics", what="the metrics endpoint",
                          hint="--metrics-port", error=OpsError, exposure=exposure, readiness=readiness)
 
     @property
     def url(self) -> str:
         return self.exposure.url(self.port, "/metrics")
+
+    def stop(self) -> None:
+        super().stop()
+        self.snapshots.close()
