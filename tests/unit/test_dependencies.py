@@ -46,13 +46,33 @@ def test_every_import_is_declared_and_every_dependency_is_imported():
     assert set(runtime) - imported == set()
 
 
-def test_the_constraints_pin_every_declared_package():
-    pins = {_name(line) for line in (ROOT / "constraints.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("#")}
+def _locked() -> dict[str, tuple[str, int]]:
+    """requirements.lock: name -> (version, number of hashes) of each pinned package."""
+    pins: dict[str, tuple[str, int]] = {}
+    name = None
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line[:1].isalnum():
+            name, _, version = line.split()[0].partition("==")
+            pins[_name(name)] = (version, 0)
+        elif name and line.strip().startswith("--hash=sha256:"):
+            pins[_name(name)] = (pins[_name(name)][0], pins[_name(name)][1] + 1)
+    return pins
+
+
+def test_ranges_in_pyproject_and_exact_hashed_pins_in_the_lock_of_every_declared_package():
+    """Install requirements are ranges; requirements.lock pins each at one version with its
+    hashes, and constraints.txt holds the same pins (both made by scripts/lock)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = project["dependencies"] + [r for reqs in project["optional-dependencies"].values() for r in reqs]
+    assert [r for r in requirements if "==" in r] == []
+    locked = _locked()
+    assert {name: v for name, (v, hashes) in locked.items() if not v or hashes == 0} == {}
     declared = {_name(r) for r in project["dependencies"]}
     declared |= {_name(r) for extra in ("test", "local", "plot") for r in project["optional-dependencies"][extra]}
-    assert declared - pins == set()
+    assert declared - set(locked) == set()
+    constraints = {_name(line.partition("==")[0]): line.partition("==")[2].strip()
+                   for line in (ROOT / "constraints.txt").read_text().splitlines() if line.strip() and not line.startswith("#")}
+    assert constraints == {name: v for name, (v, _) in locked.items()}
 
 
 # -- the house: import direction, clients built in one place, one root exception per package --

@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from treedist.cli.common import ConfigOption, JsonOption, console, load, print_json
@@ -85,6 +86,10 @@ def print_status(snap: dict) -> None:
                       _num(link["lag_records"]), _num(link["lag_seconds"]), ago,
                       style={"waiting": "yellow", "failed": "red"}.get(link["state"]))
     console.print(table)
+    for link in snap["links"]:
+        if link.get("reason"):
+            color = "red" if link["state"] == "failed" else "yellow"
+            console.print(f"[{color}]{link['distributor']} {link['state']}:[/] {escape(link['reason'])}")
     passive = [name for name, c in snap["clusters"].items() if c.get("passive")]
     if passive:
         console.print("passive (receive only, no links of their own): " + ", ".join(passive))

@@ -75,19 +75,49 @@ def oldest_age(timestamps_ms: Sequence[int], now: float) -> float:
 
 
 def link_state(*, query_failed: bool, unreachable: Sequence[str], lag: int | None, last_batch_at: float | None,
-               now: float, stall_after_s: float) -> str:
+               now: float, stall_after_s: float, refused_for_s: float | None = None, refused_permanent: bool = False,
+               refuse_after_s: float = float("inf")) -> str:
     """The state of a link. An unreachable source or target comes first (the link waits for
-    it); then a failed query; then no progress: records wait and no batch was committed for
-    `stall_after_s` (seen from another shell this is how a failed or stopped run shows).
+    it); then a target that refuses every write whatever brokers come back (a
+    `min.insync.replicas` above the replication factor: failed); then a failed query; then a
+    target refusing writes (NOT_ENOUGH_REPLICAS) for `refused_for_s`: waiting, failed from
+    `refuse_after_s` on (the producers' delivery timeout); then no progress: records wait
+    and no batch was committed for `stall_after_s` (seen from another shell this is how a
+    failed or stopped run shows).
     `lag`: the records waiting past what LANDED (`treedist.ops.copied`, `failed=True`), not
     the lag shown: records a running task handed to its producers may never be
     acknowledged (a hung task, a dead driver, a target that stopped acknowledging)."""
     if unreachable:
         return WAITING
+    if refused_for_s is not None and refused_permanent:
+        return FAILED
     if query_failed:
         return FAILED
+    if refused_for_s is not None:
+        return FAILED if refused_for_s >= refuse_after_s else WAITING
     if lag is None:
         return UNKNOWN
     if lag > 0 and (last_batch_at is None or now - last_batch_at > stall_after_s):
         return FAILED
     return RUNNING
+
+
+def link_reason(*, state: str, unreachable: Mapping[str, str], refused: Sequence[str], refused_for_s: float | None,
+                last_error: str | None, lag: int | None, last_batch_at: float | None, now: float) -> str | None:
+    """One line saying why a link is not running (None when it runs): the clusters that do
+    not answer, the target's refusal (`refused`: one line per topic), the query's last error,
+    or the records waiting with no batch committed."""
+    if state == RUNNING or state == UNKNOWN and not refused:
+        return None
+    if unreachable:
+        return "; ".join(f"cluster {name} unreachable: {error}" for name, error in unreachable.items())
+    if refused:
+        since = f" for {refused_for_s:.0f} s" if refused_for_s else ""
+        return f"target refuses writes{since}: " + "; ".join(refused)
+    if last_error:
+        return last_error
+    if lag and last_batch_at is not None:
+        return f"{lag} records wait and no batch was committed for {now - last_batch_at:.0f} s"
+    if lag:
+        return f"{lag} records wait and no batch was committed yet"
+    return None

@@ -15,7 +15,10 @@ One refresh (`refresh()`, the `ops-status` background job calls it every few sec
    decides the state, and what the lag shows); lag per level and topic; the age of the oldest
    uncopied record per topic (read from the record, or past `timestamp_scan_records`
    behind a lower bound from `treedist.ops.arrivals`);
-3. per link (distributor): state, rate, lag, last batch time, and the live counters;
+3. per link (distributor): state, rate, lag, last batch time, and the live counters; whether
+   its target refuses writes (treedist.kafka.writable: fewer in-sync replicas than
+   `min.insync.replicas`, or that setting above the replication factor), since when, and
+   one line of `reason` when the link does not run;
 4. log one condensed line per unreachable cluster at most every `report_every_s`
    ("cluster c4 unreachable for 45 s; 3 links waiting; next retry in 5 s").
 
@@ -37,11 +40,13 @@ from treedist.kafka.errors import KafkaLayerError
 from treedist.kafka.logs import client_logger
 from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
 from treedist.kafka.watch import answers, timestamps_at
+from treedist.kafka.writable import Refusal, refusals
 from treedist.ops.arrivals import Arrivals
 from treedist.ops.checkpoint import planned_after, recent_batches
 from treedist.ops.copied import Intent, copied_positions, counts_running
 from treedist.ops.errors import OpsError
-from treedist.ops.figures import FAILED, RUNNING, WAITING, Batch, copied_rate, lag_by_topic, link_state, oldest_age
+from treedist.ops.figures import (FAILED, RUNNING, WAITING, Batch, copied_rate, lag_by_topic, link_reason, link_state,
+                                  oldest_age)
 from treedist.records.ahead import Intents
 from treedist.records.plan import ClusterPlan, plan_all
 from treedist.records.task import AHEAD_LINGER_S
@@ -99,6 +104,8 @@ class StatusSource:
     _last: dict | None = None
     _last_at: float = float("-inf")
     _arrivals: dict[str, Arrivals] = field(default_factory=dict)  # source cluster -> its partitions' arrivals
+    _refused_since: dict[str, float] = field(default_factory=dict)  # link -> wall clock its target first refused writes
+    _refusal_memo: dict[tuple[str, frozenset], list[Refusal]] = field(default_factory=dict)  # one refresh's asks
 
     def __post_init__(self) -> None:
         self._plans = plan_all(self.deployment)
@@ -133,6 +140,7 @@ class StatusSource:
             probes = {name: pool.submit(self._probe, name, now) for name in self.deployment.clusters}
             reach = {name: future.result() for name, future in probes.items()}
         live = self._live()
+        self._refusal_memo = {}
         links: list[dict] = []
         for plan in self._plans:  # step 2
             links.extend(self._links(plan, reach, live, now))
@@ -182,6 +190,7 @@ class StatusSource:
             except KafkaLayerError as err:  # it went away between the probe and the read
                 source_down, latest = True, {}
                 reach[plan.cluster] = reach[plan.cluster] or str(err).splitlines()[0]
+        source_topics = self._source_topics(plan, latest, source_down)
         rows = []
         for lp in plan.levels:
             known = live.get(lp.name, {})
@@ -189,19 +198,34 @@ class StatusSource:
             by_topic = lag_by_topic(positions, latest) if latest else None
             lag = sum(by_topic.values()) if by_topic is not None else None
             waiting = sum(lag_by_topic(landed.get(lp.level, {}), latest).values()) if latest else None
-            unreachable = [c for c in (plan.cluster, known.get("target", lp.target)) if reach[c] is not None]
+            target = known.get("target", lp.target)
+            unreachable = [c for c in (plan.cluster, target) if reach[c] is not None]
+            refused = [] if unreachable else self._refused(plan, target, source_topics)
+            refused_for = self._refused_for(lp.name, refused, now)
             topics = {}
             for topic, records in (by_topic or {}).items():
                 stamps = [ts for tp, ts in ages.items() if tp.topic == topic and positions.get(tp, -1) < latest.get(tp, 0)]
                 topics[topic] = {"lag_records": records, "lag_seconds": round(oldest_age(stamps, now), 3) if records else 0.0}
+            last_batch_at = newest.committed_at if newest else None
+            state = link_state(query_failed=known.get("failed", False), unreachable=unreachable, lag=waiting,
+                               last_batch_at=last_batch_at, now=now, stall_after_s=self._stall_after_s(),
+                               refused_for_s=refused_for, refused_permanent=any(r.permanent for r in refused),
+                               refuse_after_s=self.deployment.distributor.delivery_timeout_ms / 1000)
             rows.append({
                 "distributor": lp.name,
                 "cluster": plan.cluster,
                 "level": lp.level,
-                "target": known.get("target", lp.target),
-                "state": link_state(query_failed=known.get("failed", False), unreachable=unreachable, lag=waiting,
-                                    last_batch_at=newest.committed_at if newest else None, now=now,
-                                    stall_after_s=self._stall_after_s()),
+                "target": target,
+                "state": state,
+                # why it does not run, one line (None while it runs): unreachable clusters, the target
+                # refusing writes, the query's last error, records waiting with no batch committed
+                "reason": link_reason(state=state, unreachable={c: reach[c] for c in unreachable},
+                                      refused=[r.reason for r in refused], refused_for_s=refused_for,
+                                      last_error=known.get("last_error"), lag=waiting, last_batch_at=last_batch_at,
+                                      now=now),
+                # the target's topics that refuse writes now, one line each (treedist.kafka.writable)
+                "refused": [r.reason for r in refused],
+                "refused_for_s": round(refused_for, 1) if refused_for is not None else None,
                 "unreachable": unreachable,
                 "records_per_second": round(copied_rate(batches, lp.level, now, self.rate_window_s), 1),
                 # copies per second to the target (live counters, inside `treedist run`; else None)
@@ -216,6 +240,35 @@ class StatusSource:
                 "last_error": known.get("last_error"),
             })
         return rows
+
+    def _source_topics(self, plan: ClusterPlan, latest: dict[TopicPartitionKey, int], source_down: bool) -> set[str]:
+        """The topics the query copies: those of its committed positions, or, before its first
+        commit (a target refusing every write from the start), the source's selected topics."""
+        if latest:
+            return {tp.topic for tp in latest}
+        if source_down:
+            return set()
+        try:
+            return {t for t in self._admins[plan.cluster].list_topics(timeout=self.timeout_s).topics if plan.selects(t)}
+        except Exception:  # KafkaException: the reachability probe reports the cluster
+            return set()
+
+    def _refused(self, plan: ClusterPlan, target: str, topics: set[str]) -> list[Refusal]:
+        """The target's refusals for the physical names of `topics` there (one request pair per
+        target and topic set per refresh)."""
+        names = frozenset(n for n in (plan.naming.translate(plan.cluster, t, target) for t in topics) if n is not None)
+        key = (target, names)
+        if key not in self._refusal_memo:
+            self._refusal_memo[key] = refusals(self._admins[target], target, names, self.timeout_s)
+        return self._refusal_memo[key]
+
+    def _refused_for(self, link: str, refused: list[Refusal], now: float) -> float | None:
+        """Seconds since this process first saw `link`'s target refuse writes (0 at the first
+        sight; None when it does not refuse)."""
+        if not refused:
+            self._refused_since.pop(link, None)
+            return None
+        return now - self._refused_since.setdefault(link, now)
 
     def _ages(self, cluster: str, behind: dict[TopicPartitionKey, int], latest: dict[TopicPartitionKey, int],
               now: float) -> dict[TopicPartitionKey, int]:

@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import uuid
 from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
@@ -319,12 +320,31 @@ class TargetTransaction:
             log.warning("target cluster %r: abort_transaction failed (the next attempt fences it): %s", self.target, err)
 
 
+# A coordinator still SETTLING is asked again, this many times at most, after 1, 2, 4, ... s:
+# a fresh cluster of three nodes creates its transaction log (50 partitions, replication
+# factor 3) at the first InitProducerId and answers NOT_COORDINATOR until its leaders load it.
+SETTLING_ATTEMPTS = 5
+
+
 def probe_transactions(cluster: str, settings: Mapping[str, str], timeout_s: float = 15.0) -> None:
     """Driver (preflight): can `cluster` run transactions? An InitProducerId with a probe
     transactional.id (unique, so it fences nobody); raise TransactionsUnsupported naming the
     cluster otherwise (a broker without transactions, or without a transaction coordinator),
-    with the last thing the broker said. librdkafka's logs of the probe are kept off the
-    console: the error is one line."""
+    with the last thing the broker said. A coordinator that is not ready yet (SETTLING) is
+    asked again, bounded (SETTLING_ATTEMPTS), each time with a new probe producer.
+    librdkafka's logs of the probe are kept off the console: the error is one line."""
+    for attempt in range(1, SETTLING_ATTEMPTS + 1):
+        try:
+            _probe_once(cluster, settings, timeout_s)
+            return
+        except TransactionsUnsupported as err:
+            if attempt == SETTLING_ATTEMPTS or err.code not in SETTLING:
+                raise
+            log.info("cluster %r: transaction coordinator not ready (%s); asking again in %d s", cluster, err, 2 ** (attempt - 1))
+            time.sleep(2 ** (attempt - 1))
+
+
+def _probe_once(cluster: str, settings: Mapping[str, str], timeout_s: float) -> None:
     said = _LastWords()
     quiet = logging.getLogger(f"treedist.preflight.transactions.{uuid.uuid4().hex}")
     quiet.propagate = False

@@ -20,10 +20,10 @@ def draw_heatmap(plan: PartitionPlan, path: Path) -> None:
     recommended counts are labelled on top."""
     try:
         import matplotlib
-    except ImportError:  # an extra: pip install 'treedist[plot]'
+    except ImportError:  # an extra: pip install 'treedist-kafka[plot]'
         from treedist.sizing.errors import SizingError
 
-        raise SizingError("--plot needs matplotlib: pip install 'treedist[plot]'") from None
+        raise SizingError("--plot needs matplotlib: pip install 'treedist-kafka[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from treedist.kafka.offsets import TopicPartitionKey
-from treedist.ops.figures import FAILED, RUNNING, UNKNOWN, WAITING, Batch, copied_rate, lag_by_topic, link_state, oldest_age
+from treedist.ops.figures import (FAILED, RUNNING, UNKNOWN, WAITING, Batch, copied_rate, lag_by_topic, link_reason,
+                                  link_state, oldest_age)
 
 tps = st.builds(TopicPartitionKey, st.sampled_from(["a", "b", "c"]), st.integers(0, 3))
 offsets = st.dictionaries(tps, st.integers(0, 10_000), max_size=12)
@@ -54,3 +55,30 @@ def test_states_in_order_of_what_explains_them():
     assert link_state(query_failed=False, unreachable=[], lag=5, last_batch_at=900.0, **common) == FAILED
     assert link_state(query_failed=False, unreachable=[], lag=0, last_batch_at=900.0, **common) == RUNNING
     assert link_state(query_failed=False, unreachable=[], lag=5, last_batch_at=990.0, **common) == RUNNING
+
+
+def test_a_target_refusing_writes_waits_then_fails_after_the_delivery_timeout():
+    common = dict(now=1000.0, stall_after_s=60.0, refuse_after_s=120.0, lag=5, last_batch_at=999.0)
+    assert link_state(query_failed=False, unreachable=[], refused_for_s=0.0, **common) == WAITING
+    assert link_state(query_failed=False, unreachable=[], refused_for_s=119.0, **common) == WAITING
+    assert link_state(query_failed=False, unreachable=[], refused_for_s=120.0, **common) == FAILED
+    # min.insync.replicas above the replication factor: no broker coming back helps
+    assert link_state(query_failed=False, unreachable=[], refused_for_s=0.0, refused_permanent=True, **common) == FAILED
+    # an unreachable cluster explains it first; a failed query before a young refusal
+    assert link_state(query_failed=False, unreachable=["c2"], refused_for_s=500.0, **common) == WAITING
+    assert link_state(query_failed=True, unreachable=[], refused_for_s=1.0, **common) == FAILED
+
+
+def test_reason_names_what_keeps_a_link_from_running():
+    refused = ["c2/orders: partitions 0,1 with 1 in-sync replica of 3, below min.insync.replicas=2: writes refused "
+               "(NOT_ENOUGH_REPLICAS)"]
+    common = dict(last_error=None, lag=5, last_batch_at=990.0, now=1000.0)
+    assert link_reason(state=RUNNING, unreachable={}, refused=[], refused_for_s=None, **common) is None
+    assert link_reason(state=WAITING, unreachable={}, refused=refused, refused_for_s=35.0,
+                       **common) == "target refuses writes for 35 s: " + refused[0]
+    assert link_reason(state=WAITING, unreachable={"c2": "no answer"}, refused=[], refused_for_s=None,
+                       **common) == "cluster c2 unreachable: no answer"
+    assert link_reason(state=FAILED, unreachable={}, refused=[], refused_for_s=None,
+                       **{**common, "last_error": "KafkaError: NOT_ENOUGH_REPLICAS"}) == "KafkaError: NOT_ENOUGH_REPLICAS"
+    assert link_reason(state=FAILED, unreachable={}, refused=[], refused_for_s=None,
+                       **common) == "5 records wait and no batch was committed for 10 s"
