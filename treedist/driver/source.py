@@ -104,6 +104,12 @@ def summary_batch(records_in: int, copied: int, nbytes: int) -> "pa.RecordBatch"
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+# How long a quiet query's planner waits in the idle watch for a record before it hands the
+# trigger back to Spark (which calls again at once): fewer round trips between the JVM and the
+# planner, each carrying every partition's offsets twice, while nothing happens; a record ends
+# the wait when it lands.
+IDLE_WAIT_S = 0.5
+
 # How long a query waits for new records before it runs a batch that only records what the
 # previous batch copied ahead (`DistributorReader._record_copied_ahead_now`).
 RECORD_AHEAD_AFTER_S = 1.0
@@ -264,7 +270,7 @@ class DistributorReader(DataSourceStreamReader):
         disarmed and the planning looks at the source as usual."""
         if self._watch is None or not self._watch.armed:
             return False
-        if not self._watch.woke():
+        if not self._watch.woke(IDLE_WAIT_S):
             return True
         self._watch.disarm()
         return False

@@ -14,8 +14,8 @@ next trigger.
 
 Steps, as `treedist.driver.source.DistributorReader` uses it:
 1. `arm(latest)` once the planner found nothing new for a while: assign at `latest`;
-2. `woke()` at each trigger while armed: True on any record or error in the queue, or once
-   `full_check_s` passed since arming (the planner then looks at everything again: new topics,
+2. `woke(wait_s)` at each trigger while armed: True on any record or error in the queue
+   (waiting up to `wait_s` for one), or once `full_check_s` passed since arming (the planner then looks at everything again: new topics,
    and anything the watch could not see);
 3. `disarm()` when woke: unassign, so that no record is fetched twice while records flow;
 4. `close()` when the query stops.
@@ -98,14 +98,18 @@ class IdleWatch:
         self._armed_at = self._clock()
         return True
 
-    def woke(self) -> bool:
-        """Step 2: whether the planner should look at the cluster now (see the module)."""
+    def woke(self, wait_s: float = 0.0) -> bool:
+        """Step 2: whether the planner should look at the cluster now (see the module),
+        waiting up to `wait_s` (and never past the full check) for a record to arrive: the
+        wait returns at the record, so it costs no latency, and a planner that waits here is
+        called back by Spark less often while nothing happens."""
         if self._armed_at is None or self._consumer is None:
             return True
-        if self._clock() - self._armed_at >= self.full_check_s:
+        left = self.full_check_s - (self._clock() - self._armed_at)
+        if left <= 0:
             return True
         try:
-            return bool(self._consumer.consume(num_messages=1, timeout=0))
+            return bool(self._consumer.consume(num_messages=1, timeout=max(0.0, min(wait_s, left))))
         except KafkaException as err:
             log.info("cluster %s: watch for new records: %s", self.cluster, err)
             return True

@@ -32,9 +32,8 @@ def _topic(bootstrap: str, topic: str, records: int) -> dict[TopicPartitionKey, 
 def _woke_within(watch: IdleWatch, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if watch.woke():
+        if watch.woke(wait_s=0.2):  # waits in the consumer: returns at a record
             return True
-        time.sleep(0.05)
     return False
 
 
