@@ -22,7 +22,13 @@ Rounds run the contenders in ABBA order (mm2, treedist, loop; then loop, treedis
 Ratios are per round (paired), reported as the median over rounds with min, max and all.
 The LAST stdout line is one JSON object (`ratios`, per-contender figures, MM2's settings, load,
 commit, `favours`); the same JSON goes to benchmarks/results/vs_mm2-<scenario>-<UTC stamp>.json.
+Scale scenarios (harness/scale.py): `idle` (4 clusters, `--topics N` selected topics, a minute
+without records: cores used, then one record's latency), `clusters8` (an 8-cluster balanced
+tree against MM2's 56-flow mesh) and `topics500` (4 clusters, 500 selected topics, records on 5),
+the last two at `--rate` records/s spread over every cluster: idle cores, CPU per copy, peak
+RSS, hop p99; mm2 and treedist only.
 Run: .venv/bin/python -m benchmarks.vs_mm2 --scenario single_link|full_sync [--rounds 5] [--smoke]
+     .venv/bin/python -m benchmarks.vs_mm2 --scenario idle|clusters8|topics500 [--topics N] [--rate 2000,10000] [--smoke]
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.harness import contenders, mm2
+from benchmarks.harness import contenders, mm2, scale, scale_bench
 from benchmarks.harness import wan as two_dcs
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness.results import RESULTS, log, machine, median_and_range, watchdog
@@ -82,11 +88,24 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--pss", action="store_true",
                    help="also the peak summed PSS of each contender (smaps_rollup read once a second, contenders only)")
     p.add_argument("--max-seconds", type=float, default=7200.0, help="watchdog for the whole benchmark")
+    p.add_argument("--topics", type=int, help="idle, clusters8, topics500: selected topics of 3 partitions "
+                                              "(default 1, 1, 500; records go to the first 1, 1, 5)")
+    p.add_argument("--idle-seconds", type=float, help="idle, clusters8, topics500: the window without records "
+                                                      "(default 60 for idle, 20 before the rate's traffic)")
+    p.add_argument("--note", action="append", help="a note for the result's `notes` (repeatable), e.g. the machine's load")
     args = p.parse_args(argv)
+    if args.scenario in scale.SCENARIOS:
+        args.topics = args.topics or scale.DEFAULT_TOPICS[args.scenario]
+        args.idle_seconds = args.idle_seconds or (15.0 if args.smoke and args.scenario == "idle" else
+                                                  10.0 if args.smoke else scale.DEFAULT_IDLE_S[args.scenario])
+        if args.contenders == ",".join(contenders.CONTENDERS):
+            args.contenders = ",".join(scale_bench.CONTENDERS)
+        if args.idle_seconds < 10:
+            p.error("--idle-seconds must be at least 10 s (rules of measurement)")
     if args.smoke:
         args.rounds, args.window, args.warmup = 1, 10.0, 5.0
-        args.records = args.records or SMOKE_RECORDS[args.scenario]
-    args.records = args.records or DEFAULT_RECORDS[args.scenario]
+        args.records = args.records or SMOKE_RECORDS.get(args.scenario)
+    args.records = args.records or DEFAULT_RECORDS.get(args.scenario)
     if args.window < 10:
         p.error("--window must be at least 10 s (rules of measurement)")
     return args
@@ -241,6 +260,11 @@ def main(argv=None) -> int:
     args = parse(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     watchdog(args.max_seconds)
+    if args.scenario in scale.SCENARIOS:  # idle, clusters8, topics500: harness/scale.py
+        document = scale_bench.run_benchmark(args, machine(), distributor_settings(args.distributor))
+        document["treedist_uncommitted_at_end"] = uncommitted()
+        save(args, document)
+        return 0
     scenario = contenders.SCENARIOS[args.scenario]
     names = [c for c in args.contenders.split(",") if c]
     if contenders.TREEDIST_TWOWAY in names and not scenario.passive:

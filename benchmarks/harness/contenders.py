@@ -29,6 +29,7 @@ from pathlib import Path
 from benchmarks.harness import mm2
 from benchmarks.harness.treedist_run import REPO, TreedistRun, write_deployment
 from benchmarks.harness.trees import REFERENCE_4, levels
+from treedist.local.deployment import balanced_tree
 from treedist.local.launcher import stop_pid
 
 FLAGS, ORIGIN = "treedist-copy-flags", "treedist-origin"  # treedist's default header names
@@ -100,6 +101,14 @@ SCENARIOS = {
 }
 # full_sync's clusters, tree and mesh in two data centres joined by a 40 ms WAN (harness/wan.py)
 SCENARIOS["wan"] = replace(SCENARIOS["full_sync"], name="wan")
+# The scale scenarios (harness/scale.py: many selected topics, idle windows, records on every
+# cluster): full_sync's clusters, tree and mesh; clusters8 an 8-cluster balanced tree against
+# MM2's 56-flow mesh (every ordered pair).
+EIGHT = tuple(f"c{i}" for i in range(1, 9))
+SCENARIOS["idle"] = replace(SCENARIOS["full_sync"], name="idle")
+SCENARIOS["topics500"] = replace(SCENARIOS["full_sync"], name="topics500")
+SCENARIOS["clusters8"] = Scenario("clusters8", EIGHT, balanced_tree(list(EIGHT)),
+                                  tuple((s, t) for s in EIGHT for t in EIGHT if s != t), mm2.DEFAULT_POLICY)
 
 
 class Handle:

@@ -3,7 +3,9 @@ receipt - the record's CreateTime (every contender keeps the original timestamp)
 process, so that its CPU (and its GIL) is not the benchmark's sampler's or producer's.
 
 Run: python -m benchmarks.harness.latency_probe '<json: targets [{name, bootstrap, topic,
-partitions}], read_committed (optional: exactly-once runs read as their users must)>'. It prints `ready` once its consumers are assigned (at the end of each
+partitions, origin (optional: only copies whose `origin_header` value starts with it, e.g. `c1/`:
+treedist's copies of one cluster's records among the others' in the same topic), origin_header}],
+read_committed (optional: exactly-once runs read as their users must)>'. It prints `ready` once its consumers are assigned (at the end of each
 partition), then reads one JSON line on stdin, {from_ms, until_ms, expected}: the CreateTime
 range of the measured records and how many were produced in it; it keeps receiving until
 every target got them all or 20 s (`wait_s`) passed, then prints one JSON line of percentiles per
@@ -37,6 +39,14 @@ class Receiver(threading.Thread):
         self.consumer.assign([TopicPartition(target["topic"], p, OFFSET_END) for p in range(target["partitions"])])
         self.samples: list[tuple[int, float]] = []  # (CreateTime ms, latency ms)
         self.halt = threading.Event()
+        origin = target.get("origin")
+        self.origin = (target.get("origin_header", "treedist-origin"), origin.encode()) if origin else None
+
+    def wanted(self, msg) -> bool:
+        if self.origin is None:
+            return True
+        name, prefix = self.origin
+        return any(k == name and v is not None and v.startswith(prefix) for k, v in msg.headers() or ())
 
     def run(self) -> None:
         consume, samples = self.consumer.consume, self.samples
@@ -44,7 +54,7 @@ class Receiver(threading.Thread):
             batch = consume(10_000, 0.05)
             now_ms = time.time() * 1000
             for msg in batch:
-                if msg.error() is None:
+                if msg.error() is None and self.wanted(msg):
                     ts = msg.timestamp()[1]
                     samples.append((ts, now_ms - ts))
         self.consumer.close()
