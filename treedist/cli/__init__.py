@@ -13,6 +13,7 @@ import sys
 
 import typer
 
+from treedist import __version__
 from treedist.errors import TreedistError
 from treedist.memory import limit_malloc_arenas
 
@@ -21,8 +22,22 @@ app = typer.Typer(
     help="Keep many Kafka clusters in sync: copy-flag distribution over a tree of clusters.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
 )
+
+
+def _print_version(value: bool) -> None:
+    """`--version` (CLI): print the one version (treedist.__version__, which the package's
+    metadata also reads) and stop before any command runs."""
+    if value:
+        typer.echo(f"treedist {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print treedist's version and exit.")) -> None:
+    pass
 
 
 def _register_all() -> None:
