@@ -42,12 +42,12 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
 
 def _register_all() -> None:
     from treedist.cli import (
-        acls_cmd, audit_cmd, config_cmd, local_cmd, offsets_cmd, pack_env_cmd, plan_cmd, registry_cmd, run_cmd, schemas_cmd,
-        status_cmd, topics_cmd, topology_cmd, verify_cmd, worker_cmd,
+        acls_cmd, audit_cmd, config_cmd, import_cmd, local_cmd, offsets_cmd, pack_env_cmd, plan_cmd, registry_cmd, run_cmd,
+        schemas_cmd, status_cmd, topics_cmd, topology_cmd, verify_cmd, worker_cmd,
     )
 
     for module in (topology_cmd, local_cmd, run_cmd, worker_cmd, config_cmd, status_cmd, verify_cmd, plan_cmd,
-                   audit_cmd, topics_cmd, offsets_cmd, registry_cmd, schemas_cmd, acls_cmd, pack_env_cmd):
+                   audit_cmd, topics_cmd, offsets_cmd, registry_cmd, schemas_cmd, acls_cmd, pack_env_cmd, import_cmd):
         module.register(app)
 
 
