@@ -59,7 +59,7 @@ class TaskTimings:
             k = self._index[(level, topic, partition)] = len(self._keys)
             self._keys.append((level, self.targets[level], topic, partition))
             self._bytes.append(0)
-        self._stamps.extend(stamps)
+        self._stamps.fromlist(stamps)
         self._runs.append((k, len(stamps), at_ms))
         self._bytes[k] += nbytes
 
