@@ -142,6 +142,19 @@ def _all_running(plane, workers: set[str]) -> dict | None:
     return None
 
 
+def _probe(plane, name: str, path: str) -> tuple[int, dict]:
+    """(status, JSON body) of GET `path` on worker `name`'s status port."""
+    import urllib.error
+    import urllib.request
+
+    port = plane["pool"].workers[name].status_port
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
 def _alive(plane) -> set[str]:
     return {name for name, w in plane["pool"].workers.items() if w.alive()}
 
@@ -304,14 +317,22 @@ def test_etcd_restarted_under_load_copying_goes_on_and_state_is_consistent_after
         grew = _wait(lambda: all(n > counts_before[c] + 20 for c, n in wait_for_counts(bootstrap, topic, 0, timeout=0).items()),
                      timeout=3.0, step=0.5)
         views = {name: plane["pool"].workers[name].view() for name in _alive(plane)}
+        # every worker answers, and is not ready: its etcd does not answer
+        outage = {name: (_probe(plane, name, "/healthz"), _probe(plane, name, "/readyz")) for name in _alive(plane)}
     finally:
         plane["etcd"].restart()
     assert grew, (counts_before, wait_for_counts(bootstrap, topic, 0, timeout=0))
     assert all(v["units"] for v in views.values()), views  # nobody stopped its units
+    for name, (alive, ready) in outage.items():
+        assert alive[0] == 200 and ready[0] == 503, (name, alive, ready)
+        assert ready[1]["etcd"]["reachable"] is False and any(r.startswith("etcd unreachable for ") for r in ready[1]["reasons"])
     snap = _wait(lambda: _all_running(plane, _alive(plane)), timeout=180)
     assert snap, _snapshot(plane)
     for name in _alive(plane):
         assert plane["pool"].workers[name].view()["lease_valid"]
+    # ready again: etcd answers and every unit assigned to each worker runs there
+    ready = _wait(lambda: all(_probe(plane, name, "/readyz")[0] == 200 for name in _alive(plane)), timeout=180)
+    assert ready, {name: _probe(plane, name, "/readyz") for name in _alive(plane)}
 
 
 def test_every_record_reached_every_cluster(plane):

@@ -1,4 +1,4 @@
-"""`treedist run` as a service manager runs it: bad settings refused before Spark, SIGTERM stops cleanly."""
+"""`treedist run` as a service manager runs it: bad settings refused before Spark, the demo's status port ready once every unit runs, SIGTERM stops cleanly."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from treedist.local.deployment import local_deployment
-from treedist.local.launcher import pid_alive
+from treedist.local.launcher import free_port, pid_alive
 
 pytestmark = pytest.mark.e2e
 TREEDIST = str(Path(sys.executable).parent / "treedist")
@@ -57,10 +57,27 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
+def _probe(port: int, path: str) -> tuple[int, dict] | None:
+    """(status, JSON body) of GET `path` on loopback, or None while nothing answers."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+    except OSError:
+        return None
+
+
 def test_sigterm_stops_the_demo_cleanly_with_a_verification(tmp_path):
     state = tmp_path / "demo"
     out = (tmp_path / "out.txt").open("w+")
-    proc = subprocess.Popen([TREEDIST, "run", "--rate", "300", "--drain-timeout", "600", "--state-dir", str(state)],
+    status_port = free_port()
+    proc = subprocess.Popen([TREEDIST, "run", "--rate", "300", "--drain-timeout", "600", "--state-dir", str(state),
+                             "--status-port", str(status_port)],
                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         first_commit = state / "checkpoints" / "messages" / "c4" / "commits" / "1"
@@ -70,6 +87,16 @@ def test_sigterm_stops_the_demo_cleanly_with_a_verification(tmp_path):
             assert proc.poll() is None, Path(out.name).read_text()[-3000:]
             assert time.monotonic() < deadline, "the distributors did not start"
             time.sleep(0.5)
+        # the demo's status port: ready once every unit runs on a worker (etcd says so)
+        ready = None
+        while ready is None or ready[0] != 200:
+            assert proc.poll() is None, Path(out.name).read_text()[-3000:]
+            assert time.monotonic() < deadline, f"the demo never got ready: {ready}"
+            ready = _probe(status_port, "/readyz")
+            time.sleep(0.5)
+        assert ready[1]["etcd"] == {"reachable": True} and all(ready[1]["units"].values()), ready
+        assert {"messages/c1", "messages/c4", "topic-sync"} <= set(ready[1]["units"]), ready
+        assert _probe(status_port, "/healthz")[0] == 200
         time.sleep(3)
         descendants = _children(proc.pid)
         assert descendants, "treedist started no Spark process"

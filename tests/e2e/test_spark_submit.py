@@ -5,8 +5,10 @@ real Spark standalone cluster on loopback (treedist.local.spark_standalone), cli
 Invariants: every record reaches both clusters once; the application is the only one on the
 master, its executors on the standalone worker; the session is the one spark-submit's JVM
 made: its master, its settings over treedist's defaults, the deployment's `spark.conf` over
-both (read back from Spark's REST environment); SIGTERM to the Python driver stops it
-cleanly (spark-submit exits 0). Standalone cluster deploy mode is refused by spark-submit
+both (read back from Spark's REST environment); the status port (`--status-port`) answers
+/healthz, and /readyz 503 while the queries start, 200 once both run; the driver pod's
+preStop hook (`python -m treedist.prestop`, deploy/kubernetes/) sends SIGTERM to the Python
+driver alone and waits: it stops cleanly (spark-submit exits 0). Standalone cluster deploy mode is refused by spark-submit
 with its own message, naming Python applications."""
 
 from __future__ import annotations
@@ -58,6 +60,19 @@ def _python_driver(jvm_pid: int) -> int:
     raise AssertionError(f"spark-submit (pid {jvm_pid}) runs no {ENTRY.name}")
 
 
+def _probe(port: int, path: str) -> tuple[int, dict] | None:
+    """(status, JSON body) of GET `path` on loopback, or None while nothing answers."""
+    import urllib.error
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+    except OSError:
+        return None
+
+
 def _wait(predicate, timeout: float, alive, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -68,7 +83,7 @@ def _wait(predicate, timeout: float, alive, what: str) -> None:
 
 def test_spark_submit_in_client_mode_on_a_standalone_cluster_copies_every_record_and_stops_on_sigterm(
         local_kafka, tmp_path):
-    cluster = start_standalone(tmp_path / "spark", cores=2, memory="1g")
+    cluster = start_standalone(tmp_path / "spark", cores=2, memory="1g", timeout=300)  # a loaded machine starts a JVM slowly
     try:
         bootstrap = {c: local_kafka.bootstrap[c] for c in CLUSTERS}
         topic = f"submit-{uuid.uuid4().hex[:8]}"
@@ -82,7 +97,7 @@ def test_spark_submit_in_client_mode_on_a_standalone_cluster_copies_every_record
         spec["topics"]["sync"] = {"enabled": False}
         config = tmp_path / "deployment.yaml"
         config.write_text(yaml.safe_dump(spec))
-        ui = free_port()
+        ui, status_port = free_port(), free_port()
         output = tmp_path / "spark-submit.txt"
         with output.open("w") as out:
             submit = spark_submit(
@@ -91,14 +106,23 @@ def test_spark_submit_in_client_mode_on_a_standalone_cluster_copies_every_record
                  # over treedist's defaults (UI off, 2 shuffle partitions, 20 progress updates)
                  "--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={ui}",
                  "--conf", "spark.sql.shuffle.partitions=3", "--conf", "spark.sql.streaming.numRecentProgressUpdates=9",
-                 str(ENTRY), "-c", str(config)],
+                 str(ENTRY), "-c", str(config), "--status-port", str(status_port)],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             def alive() -> None:
                 assert submit.poll() is None, output.read_text()[-3000:]
 
-            _wait(lambda: all((tmp_path / "checkpoints" / "messages" / c / "commits" / "0").exists() for c in CLUSTERS),
-                  240, alive, "both queries' first batch")
+            seen = []  # /readyz while the queries start (the status port listens from before)
+
+            def first_batches() -> bool:
+                answer = _probe(status_port, "/readyz")
+                if answer is not None:
+                    seen.append(answer)
+                return all((tmp_path / "checkpoints" / "messages" / c / "commits" / "0").exists() for c in CLUSTERS)
+
+            _wait(first_batches, 240, alive, "both queries' first batch")
+            starting = [body for status, body in seen if status == 503]
+            assert starting and all(body["ready"] is False and body["reasons"] for body in starting), seen
             total = produce_concurrently(bootstrap, topic, 150, 2)
             report = wait_until_complete(parse_deployment(spec), topic, timeout=240, check=alive)
             assert all((c.missing, c.unexpected, c.duplicated) == (0, 0, 0) and c.records == total
@@ -116,8 +140,14 @@ def test_spark_submit_in_client_mode_on_a_standalone_cluster_copies_every_record
             assert conf["spark.python.daemon.module"] == "treedist.spark.daemon"  # treedist's, where both are silent
             assert "-XX:+UseSerialGC" not in conf.get("spark.driver.extraJavaOptions", "")  # not set over a running JVM
 
-            os.kill(_python_driver(submit.pid), signal.SIGTERM)
-            code = submit.wait(timeout=180)
+            assert _probe(status_port, "/healthz")[0] == 200
+            ready = _probe(status_port, "/readyz")
+            assert ready == (200, {"ready": True, "queries": {"c1-messages": "running", "c2-messages": "running"}}), ready
+            assert _python_driver(submit.pid)  # the driver the preStop hook must find
+            prestop = subprocess.run([sys.executable, "-m", "treedist.prestop", "--under", str(submit.pid), "--timeout", "170"],
+                                     capture_output=True, text=True, timeout=200, stdin=subprocess.DEVNULL)
+            assert prestop.returncode == 0 and "driver stopped" in prestop.stdout, prestop.stdout + prestop.stderr
+            code = submit.wait(timeout=60)  # the JVM was never signalled: it ends with its driver
         finally:
             if submit.poll() is None:
                 os.killpg(submit.pid, signal.SIGKILL)
