@@ -48,6 +48,7 @@ PARTITIONS = 3  # every selected topic's
 DEFAULT_TOPICS = {"idle": 1, "clusters8": 1, "topics500": 500}
 TRAFFIC_TOPICS = {"idle": 1, "clusters8": 1, "topics500": 5}
 DEFAULT_IDLE_S = {"idle": 60.0, "clusters8": 20.0, "topics500": 20.0}
+READY_S = 900  # 2,000 topics of 3 partitions on a one-node cluster of a loaded 2-core machine take minutes
 MM2_REFRESH_S = "600"  # MM2's default: every topic exists before it starts, so no refresh is needed
 
 
@@ -85,13 +86,16 @@ def create_topics(bootstrap: str, names: list[str], partitions: int, batch: int 
                                        for n in names[i:i + batch]], operation_timeout=60, request_timeout=120)
         for name, future in futures.items():
             future.result(180)
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + READY_S
+    missing = names
     while time.monotonic() < deadline:
-        md = admin.list_topics(timeout=30).topics
-        if all(n in md and md[n].error is None and len(md[n].partitions) == partitions for n in names):
+        md = admin.list_topics(timeout=60).topics
+        missing = [n for n in missing if not (n in md and md[n].error is None and len(md[n].partitions) == partitions)]
+        if not missing:
             return
-        time.sleep(0.5)
-    raise RuntimeError(f"{len(names)} topics not all ready on {bootstrap} after 180 s")
+        time.sleep(1.0)
+    raise RuntimeError(f"{len(missing)} of {len(names)} topics not ready on {bootstrap} after {READY_S} s "
+                       f"(e.g. {missing[:3]})")
 
 
 def make_topics(ctx: Context, p: Plan, contender: str) -> float:
@@ -116,7 +120,8 @@ def start(ctx: Context, p: Plan, contender: str, run_id: str) -> tuple[contender
         props["refresh.topics.interval.seconds"] = MM2_REFRESH_S
         # Connect's own advice in its log: without it each of the mesh's herders (one per
         # target cluster) scans the classpath for plugins at start (start-up only).
-        props["plugin.discovery"] = "service_load"
+        # (a herder's worker settings are the target cluster's `<alias>.` ones: set there too)
+        props.update({"plugin.discovery": "service_load", **{f"{c}.plugin.discovery": "service_load" for c in ctx.boot}})
         for source, target in sc.mm2_flows:
             props[f"{source}->{target}.topics"] = mm2_topic_regex(p)
         proc = mm2.start(props, ctx.workdir, run_id)
