@@ -1,7 +1,8 @@
 """`treedist worker --metrics-port P` (issue 33, point 7) over real HTTP: a real worker process
 on real etcd, brokers and Spark serves the Prometheus metrics of the units it runs: one
 `treedist_worker_unit` per unit (the same units its own view lists), the links of the clusters
-whose record query runs there, and their live copy counters once records flow."""
+whose record query runs there, and their live copy counters once records flow, with the
+per-partition latency histograms and copies of its own queries."""
 
 from __future__ import annotations
 
@@ -120,6 +121,20 @@ def test_a_worker_serves_the_metrics_of_the_units_it_runs(local_kafka, etcd, tmp
         assert units == set(_view(view_port)["units"])
         assert {s.labels["distributor"] for s in scraped["treedist_link_state"]} == {"c1-L1", "c2-L1"}
         assert sum(copied.values()) == total  # each record copied once, to the other cluster
+        # per partition, live from the worker's own queries: latency histograms and copies
+        # (read at the scrape, so at least the snapshot's link counters)
+        latency = {(s.labels["distributor"], s.labels["partition"]): s.value
+                   for s in scraped["treedist_replication_latency_seconds_count"]}
+        assert set(latency) == {(d, p) for d in ("c1-L1", "c2-L1") for p in ("0", "1")}
+        assert {s.labels["topic"] for s in scraped["treedist_replication_latency_seconds_count"]} == {topic}
+        for d in ("c1-L1", "c2-L1"):
+            assert latency[d, "0"] + latency[d, "1"] >= copied[d], latency
+        per_partition = {(s.labels["distributor"], s.labels["partition"]): s.value
+                         for s in scraped["treedist_partition_records_copied_total"]}
+        assert per_partition == latency  # every record has a timestamp
+        assert scraped["treedist_process_tree_resident_memory_bytes"][0].value > 0
+        assert {(s.labels["distributor"], s.labels["kind"], s.value) for s in scraped["treedist_target_switches_total"]} == {
+            (d, k, 0.0) for d in ("c1-L1", "c2-L1") for k in ("failover", "failback")}
         # both ports: alive, and ready with both queries running and etcd answering
         for port in (view_port, metrics_port):
             assert _probe(port, "/healthz")[0] == 200

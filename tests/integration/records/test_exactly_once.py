@@ -18,7 +18,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
-from treedist.records import transactions
+from treedist.records import timings, transactions
 from treedist.records.plan import plan_cluster
 from treedist.driver.source import DistributorReader
 from treedist.records.task import run_task
@@ -83,6 +83,17 @@ def _read_uncommitted(servers: str, topic: str, partitions: int) -> list[bytes]:
         consumer.close()
 
 
+def _assert_figures(stats, topic: str, per_partition: int) -> None:
+    """The task's per-partition figures (treedist.records.timings): every copy to c2 counted,
+    in the latency and the age histograms too (the records have timestamps)."""
+    assert set(stats.partitions) == {(0, "c2", topic, 0), (0, "c2", topic, 1)}
+    for row in stats.partitions.values():
+        assert row[timings.RECORDS] == per_partition
+        assert sum(row[timings.LATENCY:timings.LATENCY + timings.NBUCKETS]) == per_partition
+        assert sum(row[timings.AGE:timings.AGE + timings.NBUCKETS]) == per_partition
+        assert row[timings.LATENCY_SUM] >= row[timings.AGE_SUM]  # confirmed after the copies were handed over
+
+
 def test_a_task_run_twice_over_the_same_windows_copies_once(local_kafka, unique_topic, tmp_path):
     bootstrap, config, plan, reader = _setup(local_kafka, unique_topic, tmp_path)
     _produce(bootstrap["c1"], unique_topic, 300, 2)
@@ -92,6 +103,7 @@ def test_a_task_run_twice_over_the_same_windows_copies_once(local_kafka, unique_
 
     first = run_task(plan, task)
     assert first.copied == 300
+    _assert_figures(first, unique_topic, 150)  # measured once the transaction committed
     # The transaction recorded, on c2, where the link c1 -> c2 has copied up to, under the batch's token.
     assert _positions(bootstrap["c2"], "c1", unique_topic, 2) == {0: (150, task.batch), 1: (150, task.batch)}
 
@@ -110,7 +122,9 @@ def test_at_least_once_copies_a_replayed_task_again(local_kafka, unique_topic, t
     start = reader.initialOffset()
     [task] = reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))
     assert run_task(plan, task).copied == 100
-    assert run_task(plan, task).copied == 100
+    again = run_task(plan, task)
+    assert again.copied == 100
+    _assert_figures(again, unique_topic, 50)  # measured once the producer's deliveries were checked
     result = _verify_strict(config, unique_topic)
     assert result.returncode == 1, result.stdout + result.stderr
 
