@@ -131,7 +131,7 @@ def _start_app(process: DriverProcess, deployment: Deployment, ops: Ops):
     `process` (treedist.driver.process) so that whatever happens later (or during the start)
     is stopped in reverse order. The status snapshot (treedist.ops) is refreshed by a
     background job; metrics and the web view, when asked for, serve it. The status port
-    listens from before Spark starts: /readyz says "starting" until every query runs."""
+    listens once Spark runs, before the queries start: /readyz says "starting" until every query runs."""
     import threading
 
     from treedist.ops.probes import app_readiness
