@@ -259,6 +259,15 @@ def by_hops(latency: dict, hop: dict[str, int]) -> dict:
             "p99_farthest_ms": worst([c for c, n in hop.items() if n == far]), "farthest_hops": far}
 
 
+def warnings(handle, keep: int = 4) -> list[str]:
+    """The last WARN/ERROR lines of the contender's logs (the workdir is deleted at the end)."""
+    lines = []
+    for log in handle.logs:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        lines += [line[:300] for line in text.splitlines() if "WARN" in line or "ERROR" in line]
+    return [line for line in lines if "ServiceLoader" not in line and "Checkpoint" not in line][-keep:]
+
+
 def run(ctx: Context, p: Plan, contender: str, run_id: str, idle_s: float, rate: float | None, warmup: float) -> dict:
     """One contender's run: topics, idle brokers, start, probe copied, idle window, then either
     one record after the idle window (rate None) or the rate's warm-up and measured window."""
@@ -277,7 +286,8 @@ def run(ctx: Context, p: Plan, contender: str, run_id: str, idle_s: float, rate:
         # 1. a record a second on each producing cluster until every copy of them landed
         out["probe"] = catch_up(handle, landing, producers, p, float(len(producers)), ctx.timeout)
         if not out["probe"]["caught_up"]:
-            raise RuntimeError(f"{run_id}: the probe records were not all copied within {ctx.timeout}s: {out['probe']}")
+            raise RuntimeError(f"{run_id}: the probe records were not all copied within {ctx.timeout}s: {out['probe']}; "
+                               f"the contender's last warnings: {warnings(handle)}")
         time.sleep(2.0)  # the last probe's copies settle (an at-least-once redelivery would land now)
         # 2. the idle window
         out["idle"] = idle_window(ctx, handle, prefix, idle_s)
