@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from treedist.control.procstat import all_processes as _all
+from treedist.ops.procstat import all_processes as _all
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _SPAWNED = ("spark-jvm", "driver-or-other", "gone")  # a JVM child that is not one of Spark's Python processes

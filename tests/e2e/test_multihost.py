@@ -425,7 +425,7 @@ class WorkerSampler(Sampler):
     Python workers) sampled every second, and when its `/metrics` first counted a copy."""
 
     def __init__(self, workers: dict[str, tuple[int, int]], every_s: float = 1.0) -> None:
-        from treedist.control.procstat import tree_usage
+        from treedist.ops.procstat import tree_usage
 
         super().__init__(every_s)
         self.workers, self._usage = workers, tree_usage  # name -> (pid, metrics port)
@@ -451,7 +451,7 @@ class WorkerSampler(Sampler):
 def _peer_ports(root: int) -> set[int]:
     """Remote ports of the established TCP connections of `root`'s process tree (the worker,
     its Spark JVM, its Python workers), from `ss -tnp`."""
-    from treedist.control.procstat import all_processes
+    from treedist.ops.procstat import all_processes
 
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in all_processes().items():

@@ -61,7 +61,7 @@ from treedist.control.identity import ensure_deployment_id
 from treedist.control.keys import Keys
 from treedist.control.manager import LoadManager
 from treedist.control.membership import Membership
-from treedist.control.procstat import CpuMeter
+from treedist.ops.procstat import CpuMeter
 from treedist.control.runner import UnitRunner
 from treedist.driver.unit import Unit
 from treedist.errors import first_line

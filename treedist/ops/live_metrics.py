@@ -11,7 +11,7 @@ Beside the snapshot's metrics (`treedist.ops.metrics`), on every scrape:
   table (`treedist.topology.targets`), 0 until a switch;
 - per process: `treedist_process_tree_cpu_seconds_total` and
   `treedist_process_tree_resident_memory_bytes`: this process and its descendants (the Spark
-  JVM and its Python workers in local mode: `treedist.control.procstat`), what a worker costs
+  JVM and its Python workers in local mode: `treedist.ops.procstat`), what a worker costs
   its host; prometheus_client's own `process_*` metrics cover the Python process alone.
 A process without an application (`treedist status --metrics-port`) has the process metrics
 only. The metric names and labels are listed in docs/operations.md.
@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from treedist.control.procstat import tree_usage
+from treedist.ops.procstat import tree_usage
 from treedist.records import timings
 
 PARTITION_LABELS = ["distributor", "cluster", "level", "target", "topic", "partition"]

@@ -1,5 +1,6 @@
 """CPU and memory of this process and its descendants (the Spark JVM and Python workers), from
-/proc (Linux). Worker process; read for its load reports."""
+/proc (Linux). Driver or worker process: a worker reads it for its load reports, the metrics
+endpoint for the process tree's CPU and RSS."""
 
 from __future__ import annotations
 
