@@ -14,6 +14,7 @@ import yaml
 
 from treedist.local.deployment import local_deployment
 from treedist.local.launcher import free_port, pid_alive
+from tests.fixtures.http import probe as _probe
 
 pytestmark = pytest.mark.e2e
 TREEDIST = str(Path(sys.executable).parent / "treedist")
@@ -55,21 +56,6 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
     except OSError:
         return "?"
-
-
-def _probe(port: int, path: str) -> tuple[int, dict] | None:
-    """(status, JSON body) of GET `path` on loopback, or None while nothing answers."""
-    import json
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-    except OSError:
-        return None
 
 
 def test_sigterm_stops_the_demo_cleanly_with_a_verification(tmp_path):

@@ -33,6 +33,7 @@ from treedist.local.spark_standalone import spark_class, start_standalone
 
 from tests.e2e.test_spark_standalone import _tree
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_until_complete
+from tests.fixtures.http import probe as _probe
 
 pytestmark = pytest.mark.e2e
 CLUSTERS = ["c1", "c2"]
@@ -58,19 +59,6 @@ def _python_driver(jvm_pid: int) -> int:
         except OSError:
             continue
     raise AssertionError(f"spark-submit (pid {jvm_pid}) runs no {ENTRY.name}")
-
-
-def _probe(port: int, path: str) -> tuple[int, dict] | None:
-    """(status, JSON body) of GET `path` on loopback, or None while nothing answers."""
-    import urllib.error
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-    except OSError:
-        return None
 
 
 def _wait(predicate, timeout: float, alive, what: str) -> None:

@@ -22,6 +22,7 @@ from treedist.local.deployment import local_deployment
 from treedist.local.launcher import free_port
 
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently
+from tests.fixtures.http import probe as _probe
 
 pytestmark = pytest.mark.e2e
 CLUSTERS = ["c1", "c2"]
@@ -45,20 +46,6 @@ def _view(port: int) -> dict | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/worker", timeout=5) as answer:
             return json.loads(answer.read())
-    except OSError:
-        return None
-
-
-def _probe(port: int, path: str) -> tuple[int, dict] | None:
-    """(status, JSON body) of GET `path`, or None while nothing answers."""
-    import json
-    import urllib.error
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
     except OSError:
         return None
 
