@@ -22,6 +22,8 @@ Two ways to run:
 
 from __future__ import annotations
 
+import threading
+
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -60,6 +62,7 @@ class DistributionApp:
         self._units = Units(deployment, spark, policy or restart_policy(deployment), jobs, live_dir, check=self.check)
         self.health = ClusterHealth({n: c.client_config() for n, c in deployment.clusters.items()})
         self._supervisor = Supervisor(self._units, self.health)
+        self._warm_stop = threading.Event()  # ends the executors' keep-warm job (treedist.driver.warmup)
         # What it holds, read by operations, the control plane and tests (the same objects
         # for the application's life): the Spark session, the restart budget, THE target
         # table (where every distributor copies to now), the background jobs, and the queries
@@ -95,7 +98,7 @@ class DistributionApp:
         preflight, every source cluster's query (held, then released one after another), the
         schema distributor, then the background jobs and the health monitor. On a failure
         whatever started is stopped."""
-        warmup.start(self.spark, self.deployment)  # Python workers and clients before the first batch
+        warmup.start(self.spark, self.deployment, self._warm_stop)  # Python workers and clients before the first batch
         self.scheduler.run_before_start()
         preflight(self.deployment)
         try:
@@ -110,13 +113,14 @@ class DistributionApp:
 
     def begin(self) -> None:
         """Worker mode: the health monitor and the scheduler run; no unit yet."""
-        warmup.start(self.spark, self.deployment)  # a standby's executors ready for a takeover
+        warmup.start(self.spark, self.deployment, self._warm_stop)  # a standby's executors ready for a takeover
         self.scheduler.start()
         self.health.start()
 
     def stop(self, settle_seconds: float = 10.0) -> None:
         """Stop the jobs and the health monitor, then every query (in-flight batches get up to
         `settle_seconds` to finish, treedist.driver.units)."""
+        self._warm_stop.set()
         self.scheduler.stop()
         self.health.stop()
         self._units.stop_all(settle_seconds)

@@ -1,4 +1,4 @@
-"""Warm executors before the first batch (issue 31 point 5): a tiny Spark job, one task per
+"""Warm executors before the first batch, and keep them warm: a tiny Spark job, one task per
 task slot, started on the driver in a background thread while the queries start.
 
 Why: without it, the queries' first micro-batches are the first tasks an executor runs. Each
@@ -8,7 +8,8 @@ bootstrap and an idempotent producer's id per target. The records of the first s
 launch (and after a control-plane worker starts) wait for all that.
 
 Steps (driver): plan every source cluster of the deployment (pure), submit one job of
-`slots` tasks in a daemon thread and return; a failure is logged, never raised: the warm-up
+`slots` tasks in a daemon thread and return (the thread submits it again every KEEP_WARM_S
+while the session runs); a failure is logged, never raised: the warm-up
 is only an optimisation and the queries build what they need anyway.
 Each task (executor): `treedist.records.warm.warm_worker` imports the record path and parks
 an idle consumer per source cluster and an idle producer per target, connected, in its
@@ -33,13 +34,21 @@ from treedist.records.warm import warm_worker
 log = logging.getLogger(__name__)
 
 # Set to 0 to start without the warm-up (benchmarks/first_seconds.py measures both).
+# Spark ends a Python worker that stayed idle for a minute (PythonWorkerFactory, not
+# configurable), and with it the clients its pools kept: the first task after a quiet minute
+# forked a new worker, imported the record path and connected again, ~2.4 s before the first
+# record after the quiet spell was copied. The warm-up job runs again at this interval so that
+# every worker has a task (a few ms) within each minute.
+KEEP_WARM_S = 40.0
 SWITCH_ENV = "TREEDIST_WARMUP"
 SIMPLIFIED_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
 SIMPLIFIED_TRACEBACK_ENV = "SPARK_SIMPLIFIED_TRACEBACK"
 
 
-def start(spark: SparkSession, deployment: Deployment) -> threading.Thread | None:
-    """Driver: submit the warm-up job in a daemon thread (returned) and return at once."""
+def start(spark: SparkSession, deployment: Deployment, stop: threading.Event | None = None) -> threading.Thread | None:
+    """Driver: submit the warm-up job in a daemon thread (returned) and return at once. With
+    `stop` (the application's), a second daemon thread submits it again every KEEP_WARM_S
+    once the first ended, until `stop` is set."""
     if os.environ.get(SWITCH_ENV, "1") == "0":
         return None
     try:
@@ -70,19 +79,35 @@ def start(spark: SparkSession, deployment: Deployment) -> threading.Thread | Non
     except Exception as err:  # an optimisation only, as above
         log.info("no executor warm-up: %s", err)
         return None
-    thread = threading.Thread(target=_run, args=(spark, slots, consumers, producers), name="treedist-warmup", daemon=True)
+    args = (spark, slots, consumers, producers)
+    thread = threading.Thread(target=_run, args=args, name="treedist-warmup", daemon=True)
     thread.start()
+    if stop is not None:
+        threading.Thread(target=_keep_warm, args=(stop, thread, *args), name="treedist-keep-warm", daemon=True).start()
     return thread
 
 
-def _run(spark: SparkSession, slots: int, consumers: list[dict], producers: dict[str, dict]) -> None:
+def _keep_warm(stop: threading.Event, first: threading.Thread, spark: SparkSession, slots: int,
+               consumers: list[dict], producers: dict[str, dict]) -> None:
+    """Driver thread: once the first warm-up job ended, the same job again every KEEP_WARM_S
+    until `stop` is set or the session stopped, so that the Python workers outlive a quiet
+    spell (KEEP_WARM_S)."""
+    first.join()
+    while not stop.wait(KEEP_WARM_S):
+        if spark.sparkContext._jsc is None:  # the session stopped: nothing left to warm
+            return
+        _run(spark, slots, consumers, producers, quiet=True)
+
+
+def _run(spark: SparkSession, slots: int, consumers: list[dict], producers: dict[str, dict],
+         quiet: bool = False) -> None:
     started = time.monotonic()
     try:
         sc = spark.sparkContext
         sc.setLocalProperty("spark.job.description", "treedist executor warm-up")
         pids = sc.parallelize(range(slots), slots).mapPartitions(
             lambda _: [warm_worker(consumers, producers)]).collect()
-        log.info("executor warm-up: %d task(s) in %d worker(s), %.1f s", len(pids), len(set(pids)),
-                 time.monotonic() - started)
+        log.log(logging.DEBUG if quiet else logging.INFO, "executor warm-up: %d task(s) in %d worker(s), %.1f s",
+                len(pids), len(set(pids)), time.monotonic() - started)
     except Exception as err:  # e.g. the session stopped meanwhile: nothing to warm
-        log.info("executor warm-up did not finish: %s", str(err).splitlines()[0] if str(err) else type(err).__name__)
+        log.log(logging.DEBUG if quiet else logging.INFO, "executor warm-up did not finish: %s", str(err).splitlines()[0] if str(err) else type(err).__name__)
