@@ -8,15 +8,15 @@ cluster, for nothing while the cluster is quiet. `IdleWatch` replaces those requ
 source stays quiet: a consumer assigned at the offsets the planner just read, so that any
 record past them (or any error the consumer reports: an offset out of range) is in its queue.
 A topic deleted under the watch is no error for librdkafka (its partitions are assigned, not
-subscribed): the full check finds it. The broker holds each fetch until a record lands or `fetch.wait.max.ms` passes, so a
-quiet cluster costs a few small fetches a second, and the first record wakes the planner at its
-next trigger.
+subscribed): the full check finds it. The broker holds each fetch until a record lands or
+`fetch.wait.max.ms` passes, so a quiet cluster costs a few small fetches a second, and the
+first record wakes the planner at its next trigger.
 
 Steps, as `treedist.driver.source.DistributorReader` uses it:
 1. `arm(latest)` once the planner found nothing new for a while: assign at `latest`;
 2. `woke(wait_s)` at each trigger while armed: True on any record or error in the queue
-   (waiting up to `wait_s` for one), or once `full_check_s` passed since arming (the planner then looks at everything again: new topics,
-   and anything the watch could not see);
+   (waiting up to `wait_s` for one), or once `full_check_s` passed since arming (the planner
+   then looks at everything again: new topics, and anything the watch could not see);
 3. `disarm()` when woke: unassign, so that no record is fetched twice while records flow;
 4. `close()` when the query stops.
 The consumer belongs to no group and commits nothing: it only tells that something arrived.
