@@ -46,17 +46,24 @@ def test_every_import_is_declared_and_every_dependency_is_imported():
     assert set(runtime) - imported == set()
 
 
-def _locked() -> dict[str, tuple[str, int]]:
-    """requirements.lock: name -> (version, number of hashes) of each pinned package."""
-    pins: dict[str, tuple[str, int]] = {}
+def _locked_hashes(lock: str = "requirements.lock") -> dict[str, tuple[str, frozenset[str]]]:
+    """A hashed lock: name -> (version, the sha256 of each of its files)."""
+    pins: dict[str, tuple[str, frozenset[str]]] = {}
     name = None
-    for line in (ROOT / "requirements.lock").read_text().splitlines():
+    for line in (ROOT / lock).read_text().splitlines():
         if line[:1].isalnum():
             name, _, version = line.split()[0].partition("==")
-            pins[_name(name)] = (version, 0)
+            name = _name(name)
+            pins[name] = (version, frozenset())
         elif name and line.strip().startswith("--hash=sha256:"):
-            pins[_name(name)] = (pins[_name(name)][0], pins[_name(name)][1] + 1)
+            digest = line.strip().rstrip("\\").strip()
+            pins[name] = (pins[name][0], pins[name][1] | {digest})
     return pins
+
+
+def _locked() -> dict[str, tuple[str, int]]:
+    """requirements.lock: name -> (version, number of hashes) of each pinned package."""
+    return {name: (version, len(hashes)) for name, (version, hashes) in _locked_hashes().items()}
 
 
 def test_ranges_in_pyproject_and_exact_hashed_pins_in_the_lock_of_every_declared_package():
@@ -73,6 +80,19 @@ def test_ranges_in_pyproject_and_exact_hashed_pins_in_the_lock_of_every_declared
     constraints = {_name(line.partition("==")[0]): line.partition("==")[2].strip()
                    for line in (ROOT / "constraints.txt").read_text().splitlines() if line.strip() and not line.startswith("#")}
     assert constraints == {name: v for name, (v, _) in locked.items()}
+
+
+def test_the_images_runtime_lock_is_the_full_locks_pins_for_the_runtime_dependencies_only():
+    """requirements-runtime.lock (deploy/Dockerfile installs it with --require-hashes) holds
+    every runtime dependency, at the version and with the very hashes requirements.lock has,
+    and none of the test, local or plot extras that nothing at run time needs."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    full, runtime = _locked_hashes(), _locked_hashes("requirements-runtime.lock")
+    assert {name: pin for name, pin in runtime.items() if full.get(name) != pin} == {}
+    assert {_name(r) for r in project["dependencies"]} - set(runtime) == set()
+    test_only = {_name(r) for r in project["optional-dependencies"]["test"]} - {_name(r) for r in project["dependencies"]}
+    assert test_only & set(runtime) == set()
+    assert "requirements-runtime.lock" in (ROOT / "deploy" / "Dockerfile").read_text()
 
 
 # -- the house: import direction, clients built in one place, one root exception per package --
