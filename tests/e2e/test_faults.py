@@ -16,7 +16,7 @@ import time
 import pytest
 
 from treedist.config import parse_deployment
-from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
+from treedist.kafka.watermarks import OffsetReader, TopicPartitionKey
 from treedist.local import LocalClusters
 from treedist.local.deployment import local_deployment
 from treedist.driver.app import DistributionApp

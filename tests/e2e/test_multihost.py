@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from treedist.config import parse_deployment
-from treedist.kafka.offsets import OffsetReader
+from treedist.kafka.watermarks import OffsetReader
 from treedist.local.deployment import local_deployment
 from treedist.local.launcher import stop_all
 from treedist.local.netbed import HOSTS, SPARK_WORKERS

@@ -10,7 +10,7 @@ from typing import Mapping
 from confluent_kafka import Producer
 
 from treedist.kafka import admin_client, ensure_topics
-from treedist.kafka.offsets import OffsetReader
+from treedist.kafka.watermarks import OffsetReader
 
 
 

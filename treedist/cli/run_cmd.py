@@ -21,7 +21,7 @@ from treedist.cli.endpoint_options import (EXPOSURE_FLAGS, LogFileOption, LogLev
                                           exposed_by_flags, metrics_port_option)
 from treedist.config import Deployment, parse_deployment
 from treedist.kafka import admin_client, ensure_topics
-from treedist.kafka.offsets import OffsetReader
+from treedist.kafka.watermarks import OffsetReader
 from treedist.local import LocalClusterError, LocalClusters
 from treedist.local.launcher import ENGINE_NAMES, ENGINES
 from treedist.local.demo import DemoWorkload

@@ -384,8 +384,8 @@ def query_lag(query) -> int | None:
     progress: latest offsets (reported by the source) minus the lowest level's position."""
     from treedist.records.errors import PipelineError
     from treedist.records.positions import LevelPositions
-    from treedist.spark.errors import SparkSourceError
-    from treedist.spark.offsets import KafkaOffsets
+    from treedist.kafka.errors import ReadPositionError
+    from treedist.kafka.read_positions import KafkaOffsets
 
     progress = query.lastProgress or {}
     sources = progress.get("sources") or []
@@ -396,7 +396,7 @@ def query_lag(query) -> int | None:
                                        else sources[0]["endOffset"])
         latest_raw = sources[0].get("latestOffset")
         latest = KafkaOffsets.from_dict(json.loads(latest_raw) if isinstance(latest_raw, str) else latest_raw)
-    except (KeyError, TypeError, ValueError, PipelineError, SparkSourceError):
+    except (KeyError, TypeError, ValueError, PipelineError, ReadPositionError):
         return None  # no batch yet, or a form this version does not know: unknown, not zero
     lag = 0
     for tp, offset in latest.positions.items():

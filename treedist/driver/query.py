@@ -15,7 +15,7 @@ from pyspark.sql.streaming import StreamingQuery
 from treedist.config.durations import spark_interval
 from treedist.records.counters import ClusterCounters
 from treedist.records.plan import ClusterPlan
-from treedist.driver.source import distributor_source
+from treedist.records.reader import distributor_source
 from treedist.spark.checkpoint import remove_interrupted_writes
 
 log = logging.getLogger(__name__)

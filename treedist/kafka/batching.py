@@ -8,8 +8,8 @@ from __future__ import annotations
 import heapq
 from typing import Mapping
 
-from treedist.spark.errors import SparkSourceError
-from treedist.spark.offsets import KafkaOffsets, OffsetRange, TopicPartitionKey
+from treedist.kafka.errors import ReadPositionError
+from treedist.kafka.read_positions import KafkaOffsets, OffsetRange, TopicPartitionKey
 
 # A range is not split into pieces smaller than this: each task pays for a new consumer,
 # a connection and a first fetch, which costs about as much as reading this many records.
@@ -29,7 +29,7 @@ def fair_limit(
     number of partitions. Partitions absent from `start` keep their `available` offset.
     """
     if max_records < 1:
-        raise SparkSourceError(f"maxOffsetsPerTrigger must be >= 1, got {max_records}")
+        raise ReadPositionError(f"maxOffsetsPerTrigger must be >= 1, got {max_records}")
     want = {tp: available[tp] - start[tp] for tp in available if tp in start}
     grant = dict.fromkeys(want, 0)
     active = sorted(tp for tp, n in want.items() if n > 0)
@@ -78,7 +78,7 @@ def split_ranges(
         if begin is None or until == begin:
             continue
         if until < begin:
-            raise SparkSourceError(f"{tp}: end offset {until} is before start offset {begin}")
+            raise ReadPositionError(f"{tp}: end offset {until} is before start offset {begin}")
         sizes[tp] = (begin, until)
     pieces = {tp: 1 for tp in sizes}
     if max_records_per_partition:

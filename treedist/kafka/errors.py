@@ -15,3 +15,7 @@ class TopicMissing(KafkaLayerError):
 
 class KafkaRefused(KafkaLayerError):
     """A broker refused a request in a way retrying cannot change (e.g. not authorised)."""
+
+
+class ReadPositionError(KafkaLayerError):
+    """A read position or range that cannot be parsed or planned; names topic, partition and offsets."""

@@ -13,8 +13,8 @@ from typing import Iterator, Mapping
 
 from pyspark.sql.datasource import InputPartition
 
-from treedist.kafka.offsets import TopicPartitionKey  # noqa: F401  (re-exported: the checkpoint type)
-from treedist.spark.errors import SparkSourceError
+from treedist.kafka.watermarks import TopicPartitionKey  # noqa: F401  (re-exported: the checkpoint type)
+from treedist.kafka.errors import ReadPositionError
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class KafkaOffsets:
     def __post_init__(self) -> None:
         for tp, offset in self.positions.items():
             if offset < 0:
-                raise SparkSourceError(f"negative offset {offset} for {tp}")
+                raise ReadPositionError(f"negative offset {offset} for {tp}")
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -52,19 +52,19 @@ class KafkaOffsets:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> "KafkaOffsets":
-        """Parse the checkpoint form; raises SparkSourceError naming the malformed entry."""
+        """Parse the checkpoint form; raises ReadPositionError naming the malformed entry."""
         positions: dict[TopicPartitionKey, int] = {}
         if not isinstance(data, Mapping):
-            raise SparkSourceError(f"source offset is not a JSON object: {data!r}")
+            raise ReadPositionError(f"source offset is not a JSON object: {data!r}")
         for topic, parts in data.items():
             if not isinstance(parts, Mapping):
-                raise SparkSourceError(f"source offset for topic {topic!r} is not an object")
+                raise ReadPositionError(f"source offset for topic {topic!r} is not an object")
             for partition, offset in parts.items():
                 try:
                     tp = TopicPartitionKey(str(topic), int(partition))
                     value = int(offset)
                 except (TypeError, ValueError) as exc:
-                    raise SparkSourceError(
+                    raise ReadPositionError(
                         f"malformed source offset {topic!r}/{partition!r}: {offset!r}"
                     ) from exc
                 positions[tp] = value
@@ -85,7 +85,7 @@ class OffsetRange(InputPartition):
 
     def __post_init__(self) -> None:
         if not 0 <= self.from_offset < self.until_offset:
-            raise SparkSourceError(f"empty or negative range {self}")
+            raise ReadPositionError(f"empty or negative range {self}")
 
     @property
     def count(self) -> int:

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 from treedist.kafka import clients
 from treedist.kafka.admin import metadata
 from treedist.kafka.errors import ClusterUnreachable
-from treedist.kafka.offsets import TopicPartitionKey
+from treedist.kafka.watermarks import TopicPartitionKey
 
 log = logging.getLogger(__name__)
 

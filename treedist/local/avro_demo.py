@@ -23,7 +23,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from treedist.config import Deployment
 from treedist.kafka import clients
-from treedist.kafka.offsets import OffsetReader
+from treedist.kafka.watermarks import OffsetReader
 from treedist.local.launcher import free_port
 from treedist.registry.serve import RegistryServer, role_of, store_for
 

@@ -2,7 +2,7 @@
 
 `GroupClient` wraps one AdminClient and one assign-only Consumer (never joins a group; its
 `treedist-offsets-*` group id is one of treedist's own, never distributed), both built by
-`treedist.kafka.clients`; topics and offsets are read through `treedist.kafka.offsets`
+`treedist.kafka.clients`; topics and offsets are read through `treedist.kafka.watermarks`
 (OffsetReader, over the same AdminClient), ranges of records through `treedist.kafka.ranges`. Every broker call
 is bounded by `timeout_s` and retried with `treedist.kafka.retry.with_retries`; after the
 last attempt it raises `ClusterUnreachable` naming the cluster, and the group or topic where
@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, Message
 from treedist.kafka import clients, ranges
 from treedist.kafka.admin import groups_committed
 from treedist.kafka.errors import ClusterUnreachable
-from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
+from treedist.kafka.watermarks import OffsetReader, TopicPartitionKey
 from treedist.kafka.retry import with_retries
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class GroupClient:
         return self._retry(call, f"describing groups {groups[:3]}{'...' if len(groups) > 3 else ''}")
 
     def topics(self) -> dict[str, int]:
-        """physical topic -> partition count (`treedist.kafka.offsets.OffsetReader`)."""
+        """physical topic -> partition count (`treedist.kafka.watermarks.OffsetReader`)."""
         return self._offsets.topics()
 
     def ends(self, tps: Iterable[TP]) -> dict[TP, int]:

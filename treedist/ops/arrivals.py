@@ -21,7 +21,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from treedist.kafka.offsets import TopicPartitionKey
+from treedist.kafka.watermarks import TopicPartitionKey
 
 
 @dataclass

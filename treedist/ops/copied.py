@@ -11,7 +11,7 @@ Which intents count (each names the batch that wrote it by `positions.batch_toke
 batch's end, the partition's window end `until`, and the offset copied up to `to`):
 
 - the committed batch's own (`committed`), where the level's committed position is the
-  intent's window end (as the planner requires, `driver.source._copied_ahead`): that batch
+  intent's window end (as the planner requires, `records.reader._copied_ahead`): that batch
   committed only once every copy of it was acknowledged, so its records up to `to` landed;
 - the batch planned after it (`running`: its offset log entry exists, its commit does not;
   its task runs or is retried): its task writes an intent before it produces each run, so
@@ -59,7 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from treedist.kafka.offsets import TopicPartitionKey
+from treedist.kafka.watermarks import TopicPartitionKey
 
 
 @dataclass(frozen=True)

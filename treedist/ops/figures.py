@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from treedist.kafka.offsets import TopicPartitionKey
+from treedist.kafka.watermarks import TopicPartitionKey
 
 RUNNING = "running"
 WAITING = "waiting"  # for an unreachable cluster (its source or its target)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from treedist.kafka.admin import admin_client
 from treedist.kafka.errors import KafkaLayerError
 from treedist.kafka.logs import client_logger
-from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
+from treedist.kafka.watermarks import OffsetReader, TopicPartitionKey
 from treedist.kafka.watch import answers, timestamps_at
 from treedist.kafka.writable import Refusal, refusals
 from treedist.ops.arrivals import Arrivals

@@ -78,7 +78,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from treedist.spark.checkpoint_fs import CheckpointStoreError, Store, join
-from treedist.spark.offsets import TopicPartitionKey
+from treedist.kafka.read_positions import TopicPartitionKey
 
 DIRECTORY = "copied-ahead"
 # Lingering without a backlog: each consume waits up to this long for records. Longer waits

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from treedist.driver.errors import DriverError
+from treedist.records.errors import PipelineError
 from treedist.spark.checkpoint_fs import CheckpointStoreError, Store, join
-from treedist.spark.offsets import KafkaOffsets
+from treedist.kafka.read_positions import KafkaOffsets
 
 
 def last_committed_end(checkpoint: str | Path, store: Store | None = None) -> KafkaOffsets | None:
@@ -34,13 +34,13 @@ def last_committed_end(checkpoint: str | Path, store: Store | None = None) -> Ka
         path = join(str(checkpoint), "offsets", str(last))
         text = store.read_text(path)
     except CheckpointStoreError as err:
-        raise DriverError(f"old checkpoint {checkpoint}: cannot be read: {err}") from None
+        raise PipelineError(f"old checkpoint {checkpoint}: cannot be read: {err}") from None
     if text is None:
-        raise DriverError(f"old checkpoint {checkpoint}: batch {last} is committed but {path} cannot be read: it is missing")
+        raise PipelineError(f"old checkpoint {checkpoint}: batch {last} is committed but {path} cannot be read: it is missing")
     lines = text.splitlines()
     if len(lines) < 3 or not lines[0].startswith("v"):
-        raise DriverError(f"old checkpoint {checkpoint}: {path} is not a Spark offset log entry")
+        raise PipelineError(f"old checkpoint {checkpoint}: {path} is not a Spark offset log entry")
     try:
         return KafkaOffsets.from_dict(json.loads(lines[2]))
     except (ValueError, TypeError) as err:
-        raise DriverError(f"old checkpoint {checkpoint}: {path} holds no treedist-kafka offsets: {err}") from None
+        raise PipelineError(f"old checkpoint {checkpoint}: {path} holds no treedist-kafka offsets: {err}") from None

@@ -15,7 +15,8 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Mapping
 
 from treedist.records.transactions import EXACTLY_ONCE, deployment_key
-from treedist.spark import checkpoint_fs, options
+from treedist.kafka import clients
+from treedist.spark import checkpoint_fs
 from treedist.topology.flags import MalformedFlagsPolicy
 from treedist.topology.naming import Naming
 from treedist.topology.selection import TopicFilter
@@ -152,15 +153,15 @@ class ClusterPlan:
 
 def consumer_settings(client: Mapping[str, object]) -> dict[str, str]:
     """Source settings: the cluster's client settings over replay-safe consumer defaults.
-    Raises SparkOptionError naming a setting that contradicts replay (e.g. auto commit)."""
-    return options.consumer_settings(_strings(client))
+    Raises SettingConflict naming a setting that contradicts replay (e.g. auto commit)."""
+    return clients.replay_consumer_settings(_strings(client))
 
 
 def producer_settings(client: Mapping[str, object], delivery_timeout_ms: int) -> dict[str, str]:
     """Target settings: idempotent, acks=all, failure-only delivery reports, and
-    `distributor.delivery_timeout_ms` over the client's own. Raises SparkOptionError naming a
+    `distributor.delivery_timeout_ms` over the client's own. Raises SettingConflict naming a
     setting that contradicts them."""
-    return options.producer_settings({**_strings(client), "delivery.timeout.ms": str(delivery_timeout_ms)})
+    return clients.no_loss_producer_settings({**_strings(client), "delivery.timeout.ms": str(delivery_timeout_ms)})
 
 
 def _strings(client: Mapping[str, object]) -> dict[str, str]:

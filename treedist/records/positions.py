@@ -36,9 +36,9 @@ from typing import Iterable, Mapping
 from pyspark.sql.datasource import InputPartition
 
 from treedist.records.errors import PipelineError
-from treedist.spark.errors import SparkSourceError
-from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
-from treedist.spark.planning import fair_limit
+from treedist.kafka.errors import ReadPositionError
+from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey
+from treedist.kafka.batching import fair_limit
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class LevelPositions:
             raise PipelineError(f"a distributor offset has the form {{'levels': {{...}}}}; got {str(data)[:200]!r}")
         try:
             return cls({int(level): KafkaOffsets.from_dict(offsets) for level, offsets in data["levels"].items()})
-        except (ValueError, SparkSourceError) as err:
+        except (ValueError, ReadPositionError) as err:
             raise PipelineError(f"malformed distributor offset: {err}") from None
 
     def advanced(self, ahead: Mapping[TopicPartitionKey, int]) -> "LevelPositions":
@@ -99,7 +99,7 @@ def copied_ahead(offset: Mapping) -> dict[TopicPartitionKey, int]:
         return {}
     try:
         return KafkaOffsets.from_dict(data).positions
-    except SparkSourceError as err:
+    except ReadPositionError as err:
         raise PipelineError(f"malformed copied_ahead in a distributor offset: {err}") from None
 
 

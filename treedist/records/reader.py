@@ -31,7 +31,7 @@ Protocol of one micro-batch:
    acknowledged reach the commit log. A crash before that replays the batch: at least once.
 
 A new query (no offsets in its checkpoint) starts each level where the distributor's own
-checkpoint of earlier versions last committed (`treedist.driver.legacy`), else at the
+checkpoint of earlier versions last committed (`treedist.records.legacy`), else at the
 earliest offsets.
 """
 
@@ -45,12 +45,13 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from treedist.records import ahead
-from treedist.driver.errors import DriverError
-from treedist.driver.legacy import last_committed_end
+from treedist.records.errors import PipelineError
+from treedist.records.legacy import last_committed_end
 from treedist.records.plan import ClusterPlan
+from treedist.records.summary import SUMMARY_SCHEMA, summary_batch
 from treedist.records.positions import (
     LevelPositions,
     ReadTask,
@@ -69,40 +70,12 @@ from treedist.records.positions import (
     with_topic_ids,
 )
 from treedist.spark.checkpoint_fs import CheckpointStoreError
-from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
+from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 log = logging.getLogger(__name__)
-
-# One row per task: what the task read, copied (all levels) and produced (key + value bytes).
-SUMMARY_SCHEMA = StructType(
-    [
-        StructField("records_in", LongType(), False),
-        StructField("copied", LongType(), False),
-        StructField("bytes", LongType(), False),
-    ]
-)
-
-
-def summary_batch(records_in: int, copied: int, nbytes: int) -> "pa.RecordBatch":
-    """The task's summary row as a RecordBatch (executor), built from raw buffers.
-
-    Why not yield a tuple: Spark then converts rows with `pa.array(<list>)`, and pyarrow's
-    list conversion imports pandas to check for pandas types: ~1.3 s of CPU and ~50 MiB of
-    RSS in every executor worker, for one row per task. pyarrow is imported here, not at the
-    top: the driver-side processes that load this module for planning then do without it.
-    The schema is Spark's conversion of SUMMARY_SCHEMA (Spark checks that they are equal)."""
-    import pyarrow as pa
-
-    schema = pa.schema([pa.field(f.name, pa.int64(), nullable=False) for f in SUMMARY_SCHEMA.fields])
-    columns = [
-        pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(v.to_bytes(8, "little", signed=True))])
-        for v in (records_in, copied, nbytes)
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
-
 
 # How long a quiet query's planner waits in the idle watch for a record before it hands the
 # trigger back to Spark (which calls again at once): fewer round trips between the JVM and the
@@ -381,7 +354,7 @@ class DistributorReader(DataSourceStreamReader):
         from treedist.records.task import run_task
 
         if not isinstance(partition, ReadTask):
-            raise DriverError(f"unexpected input partition {partition!r}")
+            raise PipelineError(f"unexpected input partition {partition!r}")
         stats = run_task(self.plan, partition)
         self.counters.add(stats.vector())
         yield summary_batch(stats.records_in, stats.copied, stats.bytes)
@@ -390,7 +363,7 @@ class DistributorReader(DataSourceStreamReader):
 
     def _reader(self):
         if self._offsets is None:
-            from treedist.kafka.offsets import OffsetReader
+            from treedist.kafka.watermarks import OffsetReader
 
             self._offsets = OffsetReader(self.plan.consumer, cluster=self.plan.cluster, timeout_s=self.plan.metadata_timeout_s)
         return self._offsets
@@ -473,7 +446,7 @@ class DistributorReader(DataSourceStreamReader):
 
     def _target_reader(self, target: str):
         if target not in self._targets:
-            from treedist.kafka.offsets import OffsetReader
+            from treedist.kafka.watermarks import OffsetReader
 
             self._targets[target] = OffsetReader(self.plan.producers[target], cluster=target, timeout_s=self.plan.metadata_timeout_s)
         return self._targets[target]

@@ -52,7 +52,7 @@ from treedist.records.copier import LevelCopy, RecordCopier, TaskStats
 from treedist.records.errors import PipelineError
 from treedist.records.plan import ClusterPlan
 from treedist.records.positions import LevelRange, PartitionWindow, ReadTask
-from treedist.spark.offsets import TopicPartitionKey
+from treedist.kafka.read_positions import TopicPartitionKey
 from treedist.kafka.clients import lingering_consumer_settings
 from treedist.kafka.producer import DeliveryFailed, DeliveryProducer
 from treedist.records.transactions import transactional_settings

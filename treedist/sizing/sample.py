@@ -29,7 +29,7 @@ def measure_deployment(deployment: Deployment, window_seconds: float, record_byt
     if record_bytes is not None:
         require_positive("record_bytes", record_bytes)
     from treedist.kafka.admin import admin_client, metadata
-    from treedist.kafka.offsets import OffsetReader
+    from treedist.kafka.watermarks import OffsetReader
 
     sample = DeploymentSample()
     admins, partitions, before, started = {}, {}, {}, {}
@@ -55,7 +55,7 @@ def measure_deployment(deployment: Deployment, window_seconds: float, record_byt
 
 def _end_offsets(cluster: str, reader, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     from treedist.kafka import KafkaLayerError
-    from treedist.kafka.offsets import TopicPartitionKey
+    from treedist.kafka.watermarks import TopicPartitionKey
 
     try:
         latest = reader.offsets([TopicPartitionKey(t, p) for t, p in partitions], "latest")

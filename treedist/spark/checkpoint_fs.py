@@ -11,7 +11,7 @@ written:
 | copy-ahead intents `<checkpoint>/copied-ahead/<topic>~<partition>` | executor (task) | the query's planner (a Python process the driver's JVM starts) | `Store` |
 | Spark's offset/commit logs, read for status and lag (`treedist.ops.checkpoint`) | driver's JVM | the driver, `treedist status`, the web view | `Store` |
 | interrupted log writes, removed before a query starts (`treedist.spark.checkpoint`) | driver's JVM | driver | `Store` |
-| old per-(cluster, level) checkpoints (`treedist.driver.legacy`) | (old versions) | planner | `Store` |
+| old per-(cluster, level) checkpoints (`treedist.records.legacy`) | (old versions) | planner | `Store` |
 | live targets `<live_dir>/<cluster>-targets.json`, start-up holds | driver | planner, on the driver's host | stay local: not beside the checkpoint |
 
 None of the processes that read or write through `Store` except the driver has a py4j

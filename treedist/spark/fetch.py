@@ -21,7 +21,7 @@ import pyarrow as pa
 from confluent_kafka import Message
 
 from treedist.spark.errors import SparkSourceError
-from treedist.spark.offsets import OffsetRange
+from treedist.kafka.read_positions import OffsetRange
 from treedist.spark.schema import HEADER_ARROW_TYPE, HEADERS_ARROW_TYPE, KAFKA_ARROW_SCHEMA
 from treedist.kafka import clients, ranges
 

@@ -26,9 +26,9 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from treedist.spark.errors import SparkSourceError
-from treedist.spark.offsets import KafkaOffsets, OffsetRange, TopicPartitionKey
+from treedist.kafka.read_positions import KafkaOffsets, OffsetRange, TopicPartitionKey
 from treedist.spark.options import SourceOptions
-from treedist.spark.planning import fair_limit, split_ranges
+from treedist.kafka.batching import fair_limit, split_ranges
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _metadata(self):
         if self._meta is None:
-            from treedist.kafka.offsets import OffsetReader
+            from treedist.kafka.watermarks import OffsetReader
 
             self._meta = OffsetReader(self.options.kafka, timeout_s=self.options.metadata_timeout_ms / 1000.0)
         return self._meta

@@ -9,7 +9,7 @@ import time
 from dataclasses import replace
 
 from treedist.config import parse_deployment
-from treedist.kafka.offsets import OffsetReader
+from treedist.kafka.watermarks import OffsetReader
 from treedist.local.deployment import local_deployment
 from treedist.records.counters import ClusterCounters
 from treedist.records.plan import plan_cluster

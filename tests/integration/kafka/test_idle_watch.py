@@ -11,7 +11,7 @@ from confluent_kafka.admin import NewTopic
 
 from treedist.kafka import clients
 from treedist.kafka.idle_watch import IdleWatch
-from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
+from treedist.kafka.watermarks import OffsetReader, TopicPartitionKey
 
 # Bounds for things that happen within a broker round trip; never a measure of speed.
 WAIT_S = 20.0

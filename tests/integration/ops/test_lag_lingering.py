@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from treedist.cli import app as cli
 from treedist.config import parse_deployment
 from treedist.driver.app import DistributionApp
-from treedist.kafka.offsets import OffsetReader, TopicPartitionKey
+from treedist.kafka.watermarks import OffsetReader, TopicPartitionKey
 from treedist.kafka.watch import timestamps_at
 from treedist.local.deployment import local_deployment
 from treedist.ops.checkpoint import recent_batches

@@ -13,14 +13,14 @@ from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from treedist.config import parse_deployment
-from treedist.kafka.offsets import OffsetReader
+from treedist.kafka.watermarks import OffsetReader
 from treedist.local.deployment import local_deployment
 from treedist.records import ahead
 from treedist.records.plan import plan_cluster
 from treedist.records.positions import LevelPositions
-from treedist.driver.source import DistributorReader
+from treedist.records.reader import DistributorReader
 from treedist.records.task import run_task
-from treedist.spark.offsets import TopicPartitionKey
+from treedist.kafka.read_positions import TopicPartitionKey
 from treedist.verify import verify_topic
 
 from tests.e2e.workload import create_topic_everywhere, wait_for_counts

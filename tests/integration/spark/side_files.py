@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from treedist.records.ahead import Intents
 from treedist.spark.checkpoint_fs import Store
-from treedist.spark.offsets import TopicPartitionKey
+from treedist.kafka.read_positions import TopicPartitionKey
 
 
 def check_intents_round_trip(store: Store, checkpoint: str) -> None:

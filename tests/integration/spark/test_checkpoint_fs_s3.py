@@ -7,10 +7,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from treedist.driver.legacy import last_committed_end
+from treedist.records.legacy import last_committed_end
 from treedist.spark.checkpoint import remove_interrupted_writes
 from treedist.spark.checkpoint_fs import join
-from treedist.spark.offsets import TopicPartitionKey
+from treedist.kafka.read_positions import TopicPartitionKey
 
 from tests.integration.spark.side_files import check_intents_round_trip
 

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from conftest import sample_records
 from treedist.spark.errors import SparkSourceError
 from treedist.spark.fetch import read_range
-from treedist.spark.offsets import OffsetRange
+from treedist.kafka.read_positions import OffsetRange
 from treedist.spark.options import SourceOptions
 from treedist.spark.schema import KAFKA_ARROW_SCHEMA
 

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treedist.spark.errors import SparkSourceError
-from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey as TP
-from treedist.spark.planning import fair_limit, split_ranges
+from treedist.kafka.errors import ReadPositionError
+from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey as TP
+from treedist.kafka.batching import fair_limit, split_ranges
 
 TPS = [TP("a", 0), TP("a", 1), TP("b", 0), TP("b", 1), TP("c", 0)]
 
@@ -50,7 +50,7 @@ def test_fair_limit_smaller_than_partition_count_serves_the_largest_backlogs():
 
 
 def test_fair_limit_rejects_zero():
-    with pytest.raises(SparkSourceError):
+    with pytest.raises(ReadPositionError):
         fair_limit({TPS[0]: 0}, {TPS[0]: 1}, 0)
 
 
@@ -84,7 +84,7 @@ def test_partitions_new_in_end_are_only_registered():
 
 
 def test_end_before_start_is_an_error():
-    with pytest.raises(SparkSourceError, match=r"a\[0\]"):
+    with pytest.raises(ReadPositionError, match=r"a\[0\]"):
         split_ranges(KafkaOffsets({TPS[0]: 5}), KafkaOffsets({TPS[0]: 4}))
 
 

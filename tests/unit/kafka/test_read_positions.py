@@ -3,8 +3,8 @@ import pickle
 
 import pytest
 
-from treedist.spark.errors import SparkSourceError
-from treedist.spark.offsets import KafkaOffsets, OffsetRange, TopicPartitionKey as TP
+from treedist.kafka.errors import ReadPositionError
+from treedist.kafka.read_positions import KafkaOffsets, OffsetRange, TopicPartitionKey as TP
 
 
 def test_dict_form_is_spark_sql_kafka_json_sorted_by_topic_and_partition_number():
@@ -23,7 +23,7 @@ def test_empty_offsets():
 
 @pytest.mark.parametrize("bad", [[1], {"t": 3}, {"t": {"x": 1}}, {"t": {"0": "seven"}}, {"t": {"0": -1}}])
 def test_malformed_checkpoint_offsets_are_named_errors(bad):
-    with pytest.raises(SparkSourceError):
+    with pytest.raises(ReadPositionError):
         KafkaOffsets.from_dict(bad)
 
 
@@ -32,7 +32,7 @@ def test_offset_range_is_picklable_and_checked():
     assert pickle.loads(pickle.dumps(rng)) == rng
     assert rng.count == 10 and rng.tp == TP("t", 1)
     assert "t[1]" in str(rng) and "[10, 20)" in str(rng)
-    with pytest.raises(SparkSourceError):
+    with pytest.raises(ReadPositionError):
         OffsetRange("t", 1, 20, 20)
-    with pytest.raises(SparkSourceError):
+    with pytest.raises(ReadPositionError):
         OffsetRange("t", 1, -1, 2)

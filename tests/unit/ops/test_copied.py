@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from treedist.kafka.offsets import TopicPartitionKey
+from treedist.kafka.watermarks import TopicPartitionKey
 from treedist.ops.checkpoint import planned_after
 from treedist.ops.copied import RUNNING_MARGIN_S, Intent, copied_positions, counts_running
 from treedist.ops.errors import OpsError

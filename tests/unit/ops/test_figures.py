@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from treedist.kafka.offsets import TopicPartitionKey
+from treedist.kafka.watermarks import TopicPartitionKey
 from treedist.ops.figures import (FAILED, RUNNING, UNKNOWN, WAITING, Batch, copied_rate, lag_by_topic, link_reason,
                                   link_state, oldest_age)
 

@@ -10,7 +10,7 @@ import os
 import time
 
 from treedist.config import parse_deployment
-from treedist.kafka.offsets import TopicPartitionKey
+from treedist.kafka.watermarks import TopicPartitionKey
 from treedist.local.deployment import local_deployment
 from treedist.ops.checkpoint import recent_batches
 from treedist.ops.snapshot import copied_from_checkpoint

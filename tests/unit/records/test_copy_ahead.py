@@ -34,7 +34,7 @@ from treedist.records.positions import (
     read_start,
     with_copied_ahead,
 )
-from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
+from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey
 
 TPS = [TopicPartitionKey(t, p) for t in ("a", "b.c") for p in range(3)]
 LEVELS = [1, 2]

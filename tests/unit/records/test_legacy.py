@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from treedist.driver.errors import DriverError
-from treedist.driver.legacy import last_committed_end
-from treedist.spark.offsets import TopicPartitionKey
+from treedist.records.errors import PipelineError
+from treedist.records.legacy import last_committed_end
+from treedist.kafka.read_positions import TopicPartitionKey
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "legacy_checkpoint" / "checkpoints"
 
@@ -31,5 +31,5 @@ def test_no_checkpoint_or_nothing_committed_means_none(tmp_path):
 def test_a_committed_batch_without_its_offsets_is_an_error_naming_the_file(tmp_path):
     shutil.copytree(DATA / "c1-L1", tmp_path / "x")
     (tmp_path / "x" / "offsets" / "0").unlink()
-    with pytest.raises(DriverError, match="batch 0 is committed but .*offsets/0 cannot be read"):
+    with pytest.raises(PipelineError, match="batch 0 is committed but .*offsets/0 cannot be read"):
         last_committed_end(tmp_path / "x")

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from treedist.records import ahead
 from treedist.records.positions import LevelPositions, batch_windows, idle_windows
-from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
+from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey
 
 MIN, BACKLOG_S = 1_000, 1.0
 took_st = st.integers(min_value=0, max_value=100_000)

@@ -27,7 +27,7 @@ from treedist.records.positions import (
     pack_tasks,
     task_limit,
 )
-from treedist.spark.offsets import KafkaOffsets, TopicPartitionKey
+from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey
 
 TPS = [TopicPartitionKey(t, p) for t in ("a", "b") for p in range(3)]
 LEVELS = [1, 3, 7]
