@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 UNIT = DEPLOY / "systemd" / "treedist-worker.service"
 TREEDIST = str(Path(sys.executable).parent / "treedist")
-PER_QUERY_STOP_S = 10 + 30  # a batch in flight settles (treedist.driver.units), then spark.sql.streaming.stopTimeout
+PER_QUERY_STOP_S = 10 + 30  # a batch in flight settles (treedist.driver.running), then spark.sql.streaming.stopTimeout
 
 
 def _unit() -> configparser.ConfigParser:

@@ -1,6 +1,6 @@
 """One ACL sync pass over a deployment: observe every cluster, plan, create, log, count.
 
-Runs on the driver (the `acl-sync` background job, treedist.driver.units, and `treedist acls
+Runs on the driver (the `acl-sync` background job, treedist.driver.running, and `treedist acls
 sync|diff`). A pass:
 
 1. describes every cluster's topic ACLs in parallel; a cluster that does not answer after the

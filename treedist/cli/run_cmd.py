@@ -137,7 +137,7 @@ def _start_app(process: DriverProcess, deployment: Deployment, ops: Ops):
     from treedist.ops.probes import app_readiness
     from treedist.ops.serve import serve
     from treedist.ops.snapshot import RUN_TIMESTAMP_SCAN_RECORDS, StatusJob, StatusSource
-    from treedist.driver.units import background_jobs
+    from treedist.driver.running import background_jobs
 
     check_clients(deployment)  # one line naming cluster and key, before any Spark output
     check_connections(deployment)  # one line naming cluster and cause (login, TLS, unreachable), ditto
@@ -323,7 +323,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
 
 
 def deployment_units(deployment: Deployment) -> list[str]:
-    from treedist.driver.unit import units_of
+    from treedist.driver.unit_kinds import units_of
 
     return [unit.id for unit in units_of(deployment)]
 

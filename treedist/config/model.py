@@ -368,7 +368,7 @@ class RestartsConfig(Frozen):
     """A link's restart budget: restarted with backoff (doubling from `backoff` seconds up to
     `max_backoff`) after each of up to `max_failures` failures within `window` seconds; one
     more parks it as failed until the oldest failure leaves the window. Waiting for an
-    unreachable cluster is not a failure (treedist.driver.supervision)."""
+    unreachable cluster is not a failure (treedist.driver.link_state)."""
 
     max_failures: int = Field(default=5, ge=1)
     """Failures within `window` that a link is restarted after; one more parks it as failed until its oldest failure

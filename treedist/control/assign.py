@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Collection, Literal, Mapping, Sequence
 
-from treedist.driver.unit import Unit
+from treedist.driver.unit_kinds import Unit
 
 HOUR_S = 3600.0
 

@@ -3,7 +3,7 @@ process of the leader, called from the worker's loop).
 
 One round (`run_once`), on the metadata cache's copy of etcd:
 
-1. the deployment's units (treedist.driver.unit), the live workers (registrations, bound
+1. the deployment's units (treedist.driver.unit_kinds), the live workers (registrations, bound
    to their leases: a dead worker's key is gone) with their load reports, the current
    assignments (`assignments/<worker>/<unit>`) and the balance state (`balance`: recent
    moves, last rebalance);
@@ -36,7 +36,7 @@ from treedist.control.cache import MetadataCache
 from treedist.control.election import Election
 from treedist.control.etcd import Op, mapping
 from treedist.control.keys import Keys
-from treedist.driver.unit import units_of
+from treedist.driver.unit_kinds import units_of
 
 log = logging.getLogger(__name__)
 HOUR_S = 3600.0

@@ -23,7 +23,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from treedist.control.errors import ControlError
-from treedist.driver.unit import Unit
+from treedist.driver.unit_kinds import Unit
 from treedist.ops.probes import Readiness, read_retrying
 
 if TYPE_CHECKING:

@@ -63,7 +63,7 @@ from treedist.control.manager import LoadManager
 from treedist.control.membership import Membership
 from treedist.ops.procstat import CpuMeter
 from treedist.control.runner import UnitRunner
-from treedist.driver.unit import Unit
+from treedist.driver.unit_kinds import Unit
 from treedist.errors import first_line
 
 if TYPE_CHECKING:

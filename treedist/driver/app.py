@@ -4,7 +4,7 @@
 the work is in the modules it composes, all driver side:
 - treedist.driver.startup: start-up (background jobs' first passes, preflight, the first
   plans and their queries, held then released one after another);
-- treedist.driver.units: what runs (one query per source cluster, the offset, topic-sync and
+- treedist.driver.running: what runs (one query per source cluster, the offset, topic-sync and
   schema units), starting and stopping a unit, live config changes, the target table;
 - treedist.driver.supervisor: supervision with failover (restart, wait, park, fail over);
 - treedist.driver.progress: progress and status reads.
@@ -37,11 +37,12 @@ from treedist.driver.jobs import Job, Scheduler
 from treedist.driver.preflight import preflight
 from treedist.driver.progress import pipeline_stats, status_rows
 from treedist.driver.schemas import SchemaDistributor
-from treedist.driver.startup import FIRST_READ_WAIT_S, restart_policy, start_held
-from treedist.driver.supervision import RestartPolicy
+from treedist.driver.query import FIRST_READ_WAIT_S, RunningQuery
+from treedist.driver.startup import restart_policy, start_held
+from treedist.driver.link_state import RestartPolicy
 from treedist.driver.supervisor import Supervisor
-from treedist.driver.unit import Unit
-from treedist.driver.units import RunningQuery, Units, background_jobs
+from treedist.driver.unit_kinds import Unit
+from treedist.driver.running import Units, background_jobs
 from treedist.records.plan import ClusterPlan
 from treedist.topology.targets import TargetTable
 
@@ -119,13 +120,13 @@ class DistributionApp:
 
     def stop(self, settle_seconds: float = 10.0) -> None:
         """Stop the jobs and the health monitor, then every query (in-flight batches get up to
-        `settle_seconds` to finish, treedist.driver.units)."""
+        `settle_seconds` to finish, treedist.driver.running)."""
         self._warm_stop.set()
         self.scheduler.stop()
         self.health.stop()
         self._units.stop_all(settle_seconds)
 
-    # -- units, for control-plane workers (treedist.driver.units) -------------------------------
+    # -- units, for control-plane workers (treedist.driver.running) -------------------------------
 
     def units(self) -> list[str]:
         """The units started here (running, waiting or backing off), sorted."""

@@ -12,8 +12,9 @@ from typing import Iterable, Mapping
 
 from pyspark.sql.streaming import StreamingQuery
 
-from treedist.driver.supervision import LinkState
-from treedist.driver.units import RunningQuery, Units
+from treedist.driver.link_state import LinkState
+from treedist.driver.query import RunningQuery
+from treedist.driver.running import Units
 
 
 def progress(running: Iterable[RunningQuery]) -> list[dict]:

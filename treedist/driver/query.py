@@ -1,4 +1,4 @@
-"""Start the streaming query of one source cluster (driver).
+"""The streaming query of one source cluster: start it, hold it, wait for its first read (driver).
 
 Delivery: at least once. A batch is committed to the checkpoint only after every copy of
 it was acknowledged by its target; a crash between the two replays the batch, so a restart
@@ -8,17 +8,68 @@ may duplicate (verify reports duplicates) but never loses a record.
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from treedist.config.durations import spark_interval
+from treedist.driver.link_state import LinkState, Supervision
 from treedist.records.counters import ClusterCounters
 from treedist.records.plan import ClusterPlan
 from treedist.records.reader import distributor_source
 from treedist.spark.checkpoint import remove_interrupted_writes
+from treedist.topology.targets import TargetTable
 
 log = logging.getLogger(__name__)
+
+# How long after its sources are up (and, at start-up, its release) a query may take to plan
+# its first read before the next query is started or released anyway (`await_first_read`);
+# planning took ~1.5 s on 2 cores.
+FIRST_READ_WAIT_S = 4.0
+
+
+@dataclass
+class RunningQuery:
+    """One source cluster's query, the counters of its distributors and its supervision.
+
+    Its targets are not its own: `targets` is the application's table (the plan's
+    `LevelPlan.target` is only the configured one, the table's starting point)."""
+
+    plan: ClusterPlan
+    counters: ClusterCounters
+    query: StreamingQuery
+    supervision: Supervision = field(default_factory=Supervision)
+    rate_mark: tuple[float, int] = (0.0, 0)  # (monotonic time, records read) at the last progress()
+    targets: TargetTable | None = None
+
+    @property
+    def current(self) -> dict[int, str]:
+        """Level -> the target each of its distributors copies to now."""
+        if self.targets is None:
+            return {lp.level: lp.target for lp in self.plan.levels}
+        return self.targets.of(self.plan.cluster)
+
+    @property
+    def switches(self) -> list[dict]:
+        """Its distributors' target failovers and failbacks, oldest first."""
+        return self.targets.switches(self.plan.cluster) if self.targets is not None else []
+
+    @property
+    def clusters(self) -> set[str]:
+        """The clusters this link reads from or writes to (now)."""
+        return {self.plan.cluster, *self.current.values()}
+
+    @property
+    def restarts(self) -> int:
+        return self.supervision.restarts
+
+    @property
+    def names(self) -> str:
+        """Its distributors, for log lines: "distributors c1-L1, c1-L2"."""
+        return "distributors " + ", ".join(lp.name for lp in self.plan.levels)
 
 
 def start_cluster_query(spark: SparkSession, plan: ClusterPlan, counters: ClusterCounters, trigger_interval: float) -> StreamingQuery:
@@ -65,3 +116,48 @@ def first_read_planned(spark: SparkSession, query: StreamingQuery) -> bool:
     if query.lastProgress is not None or not status.get("isTriggerActive", True):
         return True  # a batch completed, or the first trigger ended without one
     return bool(spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId)))
+
+
+def await_sources(run: RunningQuery, timeout: float, check: Callable[[], None]) -> None:
+    """Wait until `run`'s query has its sources up (its first trigger began), it failed
+    (supervised by `check()`), or `timeout` passed (logged; it goes on anyway)."""
+    _await(run, timeout, lambda: run.query.status.get("message") != INITIALIZING_SOURCES, check)
+
+
+def await_first_read(spark: SparkSession, run: RunningQuery, timeout: float, check: Callable[[], None]) -> None:
+    """Wait until `run`'s query planned its first read (`first_read_planned`), it failed
+    (supervised by `check()`), or `timeout` passed (logged; it goes on anyway).
+
+    Once its sources are up, a query that has not planned its first read within
+    FIRST_READ_WAIT_S is left to it (a target or the source may be unreachable, and its
+    first trigger then lasts as long as their metadata timeouts): what is at stake then
+    is only the memory of one more planning worker, not correctness."""
+    sources_up_at = None
+
+    def planned_or_left_to_itself() -> bool:
+        nonlocal sources_up_at
+        if first_read_planned(spark, run.query):
+            return True
+        if run.query.status.get("message") != INITIALIZING_SOURCES:
+            sources_up_at = sources_up_at or time.monotonic()
+            return time.monotonic() - sources_up_at >= FIRST_READ_WAIT_S
+        return False
+
+    _await(run, timeout, planned_or_left_to_itself, check)
+
+
+def _await(run: RunningQuery, timeout: float, ready: Callable[[], bool], check: Callable[[], None]) -> None:
+    """Poll until `ready()` while `run`'s query is active, until it failed and `check()` took
+    it over, or until `timeout` passed (logged; start-up goes on anyway)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if run.query.isActive:
+            if ready():
+                return
+        else:
+            check()  # a failed start is supervised like any failure
+            if run.supervision.state is not LinkState.STARTING:
+                return  # waiting, backing off or failed: check() takes it from here
+        time.sleep(0.05)
+    log.warning("query %s still %r after %.0f s; going on with the next one (check() supervises it)",
+                run.plan.query_name, run.query.status.get("message"), timeout)

@@ -3,8 +3,8 @@
 `DistributionApp.start()`: background jobs' first passes (those that must precede the
 queries, e.g. topic sync) -> preflight -> the first plans (one per source cluster) and their
 queries, held, then released one after another (`start_held`) -> the schema distributor ->
-background jobs and the health monitor. Waiting for one query's start (`await_sources`,
-`await_first_read`) also serves a unit started alone (treedist.driver.units).
+background jobs and the health monitor. Waiting for one query's start is
+treedist.driver.query's (`await_sources`, `await_first_read`).
 """
 
 from __future__ import annotations
@@ -12,27 +12,19 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from treedist.config import Deployment
-from treedist.driver.query import INITIALIZING_SOURCES, first_read_planned
-from treedist.driver.supervision import LinkState, RestartPolicy
+from treedist.driver.query import await_first_read
+from treedist.driver.link_state import RestartPolicy
 from treedist.records.plan import plan_all
 
-if TYPE_CHECKING:  # types only: units imports this module
-    from treedist.driver.units import RunningQuery, Units
+if TYPE_CHECKING:
+    from treedist.driver.running import Units
 
 log = logging.getLogger(__name__)
-
-# How long after its sources are up (and, at start-up, its release) a query may take to plan
-# its first read before the next query is started or released anyway (`await_first_read`);
-# planning took ~1.5 s on 2 cores.
-FIRST_READ_WAIT_S = 4.0
 
 
 def restart_policy(deployment: Deployment) -> RestartPolicy:
@@ -70,48 +62,3 @@ def start_held(units: "Units", startup_timeout: float) -> None:
             await_first_read(units.spark, run, startup_timeout, units.check)
     finally:  # every query released, also on a failure: a held query would not stop
         shutil.rmtree(holds, ignore_errors=True)
-
-
-def await_sources(run: "RunningQuery", timeout: float, check: Callable[[], None]) -> None:
-    """Wait until `run`'s query has its sources up (its first trigger began), it failed
-    (supervised by `check()`), or `timeout` passed (logged; it goes on anyway)."""
-    _await(run, timeout, lambda: run.query.status.get("message") != INITIALIZING_SOURCES, check)
-
-
-def await_first_read(spark: SparkSession, run: "RunningQuery", timeout: float, check: Callable[[], None]) -> None:
-    """Wait until `run`'s query planned its first read (`first_read_planned`), it failed
-    (supervised by `check()`), or `timeout` passed (logged; it goes on anyway).
-
-    Once its sources are up, a query that has not planned its first read within
-    FIRST_READ_WAIT_S is left to it (a target or the source may be unreachable, and its
-    first trigger then lasts as long as their metadata timeouts): what is at stake then
-    is only the memory of one more planning worker, not correctness."""
-    sources_up_at = None
-
-    def planned_or_left_to_itself() -> bool:
-        nonlocal sources_up_at
-        if first_read_planned(spark, run.query):
-            return True
-        if run.query.status.get("message") != INITIALIZING_SOURCES:
-            sources_up_at = sources_up_at or time.monotonic()
-            return time.monotonic() - sources_up_at >= FIRST_READ_WAIT_S
-        return False
-
-    _await(run, timeout, planned_or_left_to_itself, check)
-
-
-def _await(run: "RunningQuery", timeout: float, ready: Callable[[], bool], check: Callable[[], None]) -> None:
-    """Poll until `ready()` while `run`'s query is active, until it failed and `check()` took
-    it over, or until `timeout` passed (logged; start-up goes on anyway)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if run.query.isActive:
-            if ready():
-                return
-        else:
-            check()  # a failed start is supervised like any failure
-            if run.supervision.state is not LinkState.STARTING:
-                return  # waiting, backing off or failed: check() takes it from here
-        time.sleep(0.05)
-    log.warning("query %s still %r after %.0f s; going on with the next one (check() supervises it)",
-                run.plan.query_name, run.query.status.get("message"), timeout)

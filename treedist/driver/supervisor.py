@@ -1,6 +1,6 @@
 """Supervision with failover: the pass `DistributionApp.check()` runs (runs on the driver).
 
-Each pass, over the queries of `Units` (rules in treedist.driver.supervision):
+Each pass, over the queries of `Units` (rules in treedist.driver.link_state):
 1. target failover and failback (`targets.failover`): the target table moves a distributor
    whose target does not answer; its query restarts on the table's targets;
 2. a query whose source or target has not answered the health probes for
@@ -19,8 +19,9 @@ import logging
 import time
 
 from treedist.driver.health import ClusterHealth
-from treedist.driver.supervision import LinkState, error_summary
-from treedist.driver.units import RunningQuery, Units
+from treedist.driver.link_state import LinkState, error_summary
+from treedist.driver.query import RunningQuery
+from treedist.driver.running import Units
 from treedist.errors import first_line
 from treedist.topology.failover import choose_target
 

@@ -46,7 +46,7 @@ from treedist.offsets.errors import OffsetsError
 from treedist.offsets.groups import Commit, GroupClient
 from treedist.topology.distributors import Distributor
 from treedist.topology.targets import TargetTable
-from treedist.topology.units import job_name
+from treedist.topology.unit_names import job_name
 from treedist.topology.offsets import (
     Frontier,
     MetadataKind,

@@ -107,7 +107,7 @@ def app_readiness(app, deployment: "Deployment", stopping: Callable[[], bool] = 
     """`treedist run -c`: ready when every query of the deployment runs (one per source
     cluster, and the schema distributor's), none starting, waiting, backing off or failed.
     `started`: false while the application starts (Spark, preflight, the held queries)."""
-    from treedist.driver.unit import units_of
+    from treedist.driver.unit_kinds import units_of
 
     wanted = [unit.query_name for unit in units_of(deployment) if unit.kind == "messages"]
     if deployment.schemas is not None:

@@ -17,7 +17,7 @@ from typing import Iterator
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from treedist.driver.unit import Unit
+from treedist.driver.unit_kinds import Unit
 from treedist.endpoints import Exposure
 from treedist.ops.metrics import MetricsServer
 from treedist.ops.snapshot import StatusSource

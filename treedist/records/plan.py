@@ -20,7 +20,7 @@ from treedist.spark import checkpoint_fs
 from treedist.topology.flags import MalformedFlagsPolicy
 from treedist.topology.naming import Naming
 from treedist.topology.selection import TopicFilter
-from treedist.topology.units import query_name
+from treedist.topology.unit_names import query_name
 
 if TYPE_CHECKING:  # the plan is unpickled in every planner and executor process: no pydantic there
     from treedist.config import Deployment, DistributorConfig

@@ -1,6 +1,6 @@
 """One topic sync pass over a deployment: observe every cluster, decide, act, log, count.
 
-Runs on the driver (the `topic-sync` background job, treedist.driver.units, and `treedist topics
+Runs on the driver (the `topic-sync` background job, treedist.driver.running, and `treedist topics
 sync|diff`). A pass:
 
 1. describes every cluster in parallel (topics the deployment selects, by physical name,

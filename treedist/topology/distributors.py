@@ -73,7 +73,7 @@ class Topology:
     @property
     def sources(self) -> tuple[str, ...]:
         """The clusters that have distributors (every cluster but the passive ones), in leaf
-        order: THE list of clusters that run a query and an offsets job (treedist.driver.unit)."""
+        order: THE list of clusters that run a query and an offsets job (treedist.driver.unit_kinds)."""
         return tuple(c for c in self.clusters if self.distributors[c])
 
     def all_distributors(self) -> list[Distributor]:

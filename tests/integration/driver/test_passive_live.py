@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from treedist.config import parse_deployment
 from treedist.driver.app import DistributionApp
-from treedist.driver.unit import Unit, units_of
+from treedist.driver.unit_kinds import Unit, units_of
 from treedist.local.deployment import local_deployment
 
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_for_counts

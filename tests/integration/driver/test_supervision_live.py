@@ -9,7 +9,7 @@ from treedist.config import parse_deployment
 from treedist.local import LocalClusters
 from treedist.local.deployment import local_deployment
 from treedist.driver.app import DistributionApp
-from treedist.driver.supervision import LinkState, RestartPolicy
+from treedist.driver.link_state import LinkState, RestartPolicy
 
 from tests.e2e.workload import (
     create_topic_everywhere, produce_concurrently, produce_malformed_flags, wait_for_counts, wait_for_links, wait_until_complete,

@@ -153,7 +153,7 @@ def test_status_names_the_record_that_stopped_a_link_under_fail(spark, local_kaf
     """A whole application: c1's query fails on the record at every restart, is parked, and
     its status row (the snapshot's `last_error`) says which record and why."""
     from treedist.driver.app import DistributionApp, status_rows
-    from treedist.driver.supervision import LinkState, RestartPolicy
+    from treedist.driver.link_state import LinkState, RestartPolicy
 
     bootstrap = _app_topics(local_kafka, unique_topic)
     app = DistributionApp(_app_deployment(bootstrap, unique_topic, tmp_path / "cp"), spark,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from treedist.config import parse_deployment
-from treedist.driver.unit import units_of
+from treedist.driver.unit_kinds import units_of
 from treedist.local.deployment import local_deployment
 from treedist.driver.app import background_jobs
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from treedist.config import ConfigError, load_deployment
-from treedist.driver.unit import units_of
+from treedist.driver.unit_kinds import units_of
 
 from tests.unit.conftest import FOUR_CLUSTER_YAML
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from treedist.control.assign import BalancePolicy, UnitLoad, WorkerView, decide, imbalance
-from treedist.driver.unit import Unit
+from treedist.driver.unit_kinds import Unit
 
 HOUR = 3600.0
 DCS = ["eu", "us"]

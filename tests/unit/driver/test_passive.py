@@ -19,9 +19,9 @@ import yaml
 from treedist.config import parse_deployment
 from treedist.driver.errors import UnknownUnit
 from treedist.records.reader import DistributorReader
-from treedist.driver.supervision import RestartPolicy
-from treedist.driver.unit import Unit, units_of
-from treedist.driver.units import Units
+from treedist.driver.link_state import RestartPolicy
+from treedist.driver.unit_kinds import Unit, units_of
+from treedist.driver.running import Units
 from treedist.records.plan import plan_cluster
 
 from tests.unit.conftest import FOUR_CLUSTER_YAML

@@ -1,4 +1,4 @@
-"""The link supervision rules (treedist.driver.supervision), with its named invariants."""
+"""The link supervision rules (treedist.driver.link_state), with its named invariants."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treedist.driver.supervision import LinkState, RestartPolicy, Supervision
+from treedist.driver.link_state import LinkState, RestartPolicy, Supervision
 
 POLICY = RestartPolicy(max_failures=3, window_s=100.0, backoff_s=2.0, max_backoff_s=10.0, probe_s=1.0, max_probe_s=8.0)
 
@@ -89,7 +89,7 @@ def test_an_unreachable_cluster_is_probed_with_growing_intervals_and_restarts_wh
 
 
 def test_the_error_summary_is_the_python_cause_not_the_jvm_wrapper():
-    from treedist.driver.supervision import error_summary
+    from treedist.driver.link_state import error_summary
 
     wrapped = (
         "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):\n"

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from treedist.records.copier import LevelCopy, RecordCopier, TaskStats, LevelStats
 from treedist.records.errors import OversizedRecord
 from treedist.records.positions import LevelRange, PartitionWindow
-from treedist.driver.supervision import error_summary
+from treedist.driver.link_state import error_summary
 from treedist.records.uncopyable import (
     HEADER_PREFIX, HEADROOM, KAFKA_DEFAULT_MAX_MESSAGE_BYTES, LIBRDKAFKA_DEFAULT_MESSAGE_MAX_BYTES,
     dead_letter_headers, oversize_reason, record_limit,

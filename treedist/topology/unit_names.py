@@ -1,6 +1,6 @@
 """The names of the work a source cluster's units run (pure; driver and control plane).
 
-Here, and not beside the query or the job, so that `treedist.driver.unit` (the control
+Here, and not beside the query or the job, so that `treedist.driver.unit_kinds` (the control
 plane's assignment imports it) stays a light import: the record path's plan and the offsets
 job bring pyspark and confluent_kafka with them.
 """

@@ -2,7 +2,7 @@
 driver process, the leader's and the workers' alike).
 
 The one `Unit` type of treedist: treedist.control decides which worker runs each unit of
-`units_of(deployment)`, treedist.driver.units starts and stops them. It lives below both
+`units_of(deployment)`, treedist.driver.running starts and stops them. It lives below both
 (the control plane imports the driver, never the other way).
 
 - `messages/<cluster>`: the record distributors of one source cluster (its one query);
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from treedist.topology.units import job_name, query_name
+from treedist.topology.unit_names import job_name, query_name
 
 if TYPE_CHECKING:
     from treedist.config import Deployment

@@ -1,6 +1,6 @@
 """What runs in a distribution application, and starting or stopping it (runs on the driver).
 
-A unit (`Unit`, treedist.driver.unit) is one of:
+A unit (`Unit`, treedist.driver.unit_kinds) is one of:
 - `messages/<cluster>`: the source cluster's one streaming query (a `RunningQuery`), reading
   each record once for all of the cluster's distributors;
 - `offsets/<cluster>`: its offset job, `topic-sync`: the topic and ACL sync jobs (background
@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -30,11 +30,10 @@ from pyspark.sql.streaming import StreamingQuery
 
 from treedist.config import Deployment
 from treedist.driver.jobs import Job, Scheduler, SyncJob
-from treedist.driver.query import start_cluster_query
+from treedist.driver.query import RunningQuery, await_first_read, await_sources, start_cluster_query
 from treedist.driver.schemas import SchemaDistributor
-from treedist.driver.startup import await_first_read, await_sources
-from treedist.driver.supervision import LinkState, RestartPolicy, Supervision
-from treedist.driver.unit import Unit, units_of
+from treedist.driver.link_state import LinkState, RestartPolicy, Supervision
+from treedist.driver.unit_kinds import Unit, units_of
 from treedist.errors import first_line
 from treedist.records import ahead
 from treedist.records.counters import ClusterCounters
@@ -43,47 +42,6 @@ from treedist.records.plan import ClusterPlan, plan_cluster
 from treedist.topology.targets import TargetTable
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RunningQuery:
-    """One source cluster's query, the counters of its distributors and its supervision.
-
-    Its targets are not its own: `targets` is the application's table (the plan's
-    `LevelPlan.target` is only the configured one, the table's starting point)."""
-
-    plan: ClusterPlan
-    counters: ClusterCounters
-    query: StreamingQuery
-    supervision: Supervision = field(default_factory=Supervision)
-    rate_mark: tuple[float, int] = (0.0, 0)  # (monotonic time, records read) at the last progress()
-    targets: TargetTable | None = None
-
-    @property
-    def current(self) -> dict[int, str]:
-        """Level -> the target each of its distributors copies to now."""
-        if self.targets is None:
-            return {lp.level: lp.target for lp in self.plan.levels}
-        return self.targets.of(self.plan.cluster)
-
-    @property
-    def switches(self) -> list[dict]:
-        """Its distributors' target failovers and failbacks, oldest first."""
-        return self.targets.switches(self.plan.cluster) if self.targets is not None else []
-
-    @property
-    def clusters(self) -> set[str]:
-        """The clusters this link reads from or writes to (now)."""
-        return {self.plan.cluster, *self.current.values()}
-
-    @property
-    def restarts(self) -> int:
-        return self.supervision.restarts
-
-    @property
-    def names(self) -> str:
-        """Its distributors, for log lines: "distributors c1-L1, c1-L2"."""
-        return "distributors " + ", ".join(lp.name for lp in self.plan.levels)
 
 
 class Units:
