@@ -197,29 +197,16 @@ def rolling_restart(clusters: LocalClusters, name: str, tick=lambda: None, log=p
             f"(ISR full after {isr_s:.1f} s more)")
 
 
-class Mode:
-    """One delivery mode's deployment, application, topic and probe."""
+class Copying:
+    """One topic copied from `source` to `target` as run_case drives it: a PacedProducer on the
+    source, a HopProbe on the target's copy. Subclasses set `app` (the copier's process:
+    check() raises once it died, failed(), link_states()) and `figures()`."""
 
-    def __init__(self, delivery: str, clusters, spark, tmp: Path):
-        source, target = MODES[delivery]
-        self.delivery, self.source, self.target = delivery, source, target
-        self.topic = f"rolling-{delivery.replace('_', '-')}"
-        bootstrap = {source: clusters.bootstrap["c1"], target: clusters.bootstrap["c2"]}
-        spec = local_deployment(bootstrap, topics=[self.topic], tree={"level": 1, "children": [source, target]},
-                                checkpoint_location=str(tmp / delivery / "cp"),
-                                distributor={"trigger_interval": "200 milliseconds", "delivery": delivery,
-                                             "delivery_timeout_ms": 20000})
-        spec["clusters"][target]["passive"] = True
-        self.config = tmp / delivery / "deployment.yaml"
-        self.config.parent.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(yaml.safe_dump(spec))
-        self.deployment = parse_deployment(spec)
-        self.bootstrap = bootstrap
-        create_topic_everywhere(bootstrap, self.topic, PARTITIONS)
-        self.app = DistributionApp(self.deployment, spark)
+    def __init__(self, delivery: str, source: str, target: str, topic: str, bootstrap: dict[str, str]):
+        self.delivery, self.source, self.target, self.topic, self.bootstrap = delivery, source, target, topic, bootstrap
         self.produced = 0
         self.producer: PacedProducer | None = None
-        self.probe = HopProbe(bootstrap[target], self.topic, PARTITIONS).start()
+        self.probe = HopProbe(bootstrap[target], topic, PARTITIONS).start()
 
     def produce(self) -> None:
         self.producer = PacedProducer(self.bootstrap[self.source], self.topic, PARTITIONS, RATE, self.source).start()
@@ -234,20 +221,47 @@ class Mode:
             self.produced += self.producer.stop()
             self.producer = None
 
-    def figures(self, case: str, fault_start: float, fault_end: float, timeout: float = 420) -> CaseFigures:
-        """Wait until the target holds every record, then verify (read_committed) and measure.
-        Watermarks first (cheap; in exactly_once they count transaction markers too, so only a
-        lower bound of the wait), then the verification, which reads every record."""
-        wait_for_counts({self.target: self.bootstrap[self.target]}, self.topic, self.produced, timeout, self.app.check)
-        report = wait_until_complete(self.deployment, self.topic, timeout=timeout, check=self.app.check)
+    def measured(self, case: str, report, fault_start: float, fault_end: float) -> CaseFigures:
+        """The case's figures from a verify report of the copy and the probe's samples, recorded."""
         worst, steady, back = latency_figures(self.probe.samples, fault_start, fault_end)
         figures = CaseFigures(case, self.delivery, report.expected, sum(c.missing for c in report.clusters),
                               sum(c.duplicated for c in report.clusters),
                               sum(c.order_violations for c in report.clusters), worst, steady, back,
                               round(fault_end - fault_start, 1),
                               {c.cluster: {"records": c.records, "missing": c.missing, "duplicated": c.duplicated,
-                                           "order_violations": c.order_violations} for c in report.clusters})
+                                           "order_violations": c.order_violations, "unexpected": c.unexpected,
+                                           "mismatched": c.mismatched} for c in report.clusters})
         figures.record()
+        return figures
+
+
+class Mode(Copying):
+    """One delivery mode's deployment, application, topic and probe."""
+
+    def __init__(self, delivery: str, clusters, spark, tmp: Path):
+        source, target = MODES[delivery]
+        topic = f"rolling-{delivery.replace('_', '-')}"
+        bootstrap = {source: clusters.bootstrap["c1"], target: clusters.bootstrap["c2"]}
+        spec = local_deployment(bootstrap, topics=[topic], tree={"level": 1, "children": [source, target]},
+                                checkpoint_location=str(tmp / delivery / "cp"),
+                                distributor={"trigger_interval": "200 milliseconds", "delivery": delivery,
+                                             "delivery_timeout_ms": 20000})
+        spec["clusters"][target]["passive"] = True
+        self.config = tmp / delivery / "deployment.yaml"
+        self.config.parent.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(yaml.safe_dump(spec))
+        self.deployment = parse_deployment(spec)
+        create_topic_everywhere(bootstrap, topic, PARTITIONS)
+        self.app = DistributionApp(self.deployment, spark)
+        super().__init__(delivery, source, target, topic, bootstrap)
+
+    def figures(self, case: str, fault_start: float, fault_end: float, timeout: float = 420) -> CaseFigures:
+        """Wait until the target holds every record, then verify (read_committed) and measure.
+        Watermarks first (cheap; in exactly_once they count transaction markers too, so only a
+        lower bound of the wait), then the verification, which reads every record."""
+        wait_for_counts({self.target: self.bootstrap[self.target]}, self.topic, self.produced, timeout, self.app.check)
+        report = wait_until_complete(self.deployment, self.topic, timeout=timeout, check=self.app.check)
+        figures = self.measured(case, report, fault_start, fault_end)
         assert report.expected == self.produced, report.as_dict()
         return figures
 
@@ -281,11 +295,11 @@ def pause(seconds: float, tick=lambda: None) -> None:
         time.sleep(min(1.0, max(0.0, until - time.monotonic())))
 
 
-def run_case(modes: list[Mode], case: str, fault, baseline_s: float = 15, settle_s: float = 10) -> list[CaseFigures]:
-    """Both modes copying at RATE: until they copy as it comes (at most 180 s), `baseline_s` of
-    steady copying, `fault()` (its span is the fault's), `settle_s` more, then the producers
-    stop and each mode is verified and measured: 0 missing and 0 order violations in both, 0
-    duplicated in exactly_once, no link failed."""
+def run_case(modes: list[Copying], case: str, fault, baseline_s: float = 15, settle_s: float = 10) -> list[CaseFigures]:
+    """Every copy (both modes, or MirrorMaker 2's) at RATE: until they copy as it comes (at most
+    180 s), `baseline_s` of steady copying, `fault()` (its span is the fault's), `settle_s`
+    more, then the producers stop and each is verified and measured: 0 missing and 0 order
+    violations in all, 0 duplicated in exactly_once, no copier failed."""
     tick = tick_all(modes)
     for mode in modes:
         mode.produce()
