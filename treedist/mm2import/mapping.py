@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from treedist.config import ConfigError, parse_deployment
-from treedist.config.model import CLUSTER_NAME
+from treedist.config.clusters import CLUSTER_NAME
 from treedist.config.secrets import is_secret_key
 from treedist.mm2import.clients import CLIENT_KEYS, ROLES, Given, cluster_client
 from treedist.mm2import.errors import Mm2ImportError
@@ -31,6 +31,7 @@ from treedist.mm2import.settings import (
     MAPPED, MM2_GROUPS_DEFAULT, MM2_GROUPS_EXCLUDE_DEFAULT, MM2_TOPICS_DEFAULT, split_list, unmapped_todo,
 )
 from treedist.mm2import.tree import dc_of_names, propose_tree
+from treedist.topology.selection import regex_error
 
 _TRAILING_COMMENT = re.compile(r"\s+#.*$", re.S)
 
@@ -281,10 +282,9 @@ def _one_value(name: str, per_flow: dict, report: Report):
 
 def _regexes(setting: str, values: list[str]) -> list[str]:
     for pattern in values:
-        try:
-            re.compile(pattern)
-        except re.error as err:
-            raise Mm2ImportError(f"{setting}: regex {pattern!r} is not one treedist (Python's re) reads: {err}") from None
+        reason = regex_error(pattern)
+        if reason is not None:
+            raise Mm2ImportError(f"{setting}: regex {pattern!r} is not one treedist (Python's re) reads: {reason}")
     return values
 
 

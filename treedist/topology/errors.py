@@ -15,3 +15,7 @@ class PassiveRelayError(TopologyError):
     def __init__(self, cluster: str, message: str):
         super().__init__(message)
         self.cluster = cluster  # the passive cluster (config errors are placed at its field)
+
+
+class SpecError(TopologyError):
+    """A tree as the file writes it that is not a tree of the deployment's clusters; names where."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Mapping
 
 from treedist.topology.errors import TopologyError
@@ -300,3 +301,16 @@ class Naming:
                 topic = self.translate(src, subject[: -len(suffix)], dst)
                 return subject if topic is None else topic + suffix
         return subject
+
+
+@lru_cache(maxsize=64)
+def naming_of(specs: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]) -> Naming:
+    """Every cluster's naming from `(cluster, topic_format, vars items)` triples, parsed once
+    per distinct set (a deployment asks for it at every selection question)."""
+    return Naming.parse({name: (fmt, dict(vars)) for name, fmt, vars in specs})
+
+
+def subject_format(text: str, vars: Mapping[str, str]) -> TopicFormat:
+    """A subject format uses some of its cluster's vars: only those are given to it."""
+    used = set(parse_template(text).variables)
+    return TopicFormat.parse(text, {k: v for k, v in vars.items() if k in used})

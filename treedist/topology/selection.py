@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from treedist.topology.naming import Naming
 
 
 @dataclass(frozen=True)
@@ -33,3 +37,30 @@ class TopicFilter:
 @lru_cache(maxsize=256)
 def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p) for p in patterns)
+
+
+def selects(naming: "Naming", selection: TopicFilter, cluster: str, physical_topic: str) -> str | None:
+    """THE selection predicate for a topic as it exists on `cluster`: the logical name if
+    `physical_topic` fits the cluster's topic_format and that logical name is selected, None
+    otherwise. Never raises for a topic name."""
+    logical = naming.logical(cluster, physical_topic)
+    return logical if logical is not None and selection.matches(logical) else None
+
+
+def misfit(naming: "Naming", selection: TopicFilter, cluster: str, physical_topic: str) -> bool:
+    """Whether `physical_topic` on `cluster` should be reported as not fitting the cluster's
+    topic_format: it does not fit, and is not itself excluded (an internal topic such as
+    `__consumer_offsets` under the default excludes). Such a topic is never distributed."""
+    if naming.logical(cluster, physical_topic) is not None:
+        return False
+    return not (isinstance(physical_topic, str) and selection.excluded(physical_topic))
+
+
+def regex_error(pattern: str) -> str | None:
+    """Why `pattern` is not a regex that Python's `re` reads (the selection's regexes are
+    full-matched with it), or None when it is one."""
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        return str(err)
+    return None
