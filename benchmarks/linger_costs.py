@@ -35,7 +35,8 @@ from benchmarks.harness.landing import Landing
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness.results import log, machine, median_and_range, save, watchdog
 from benchmarks.harness.treedist_run import TreedistRun, write_deployment
-from treedist.local.launcher import LocalClusters, free_port
+from treedist.local.local_clusters import LocalClusters
+from treedist.local.launcher import free_port
 
 LINK = {"cluster": "c1", "target": "c2"}  # the copying link; c2's query copies nothing here
 WANTED = ("treedist_records_copied_total", "treedist_lag_records", "treedist_lag_seconds",

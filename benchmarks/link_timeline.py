@@ -27,7 +27,7 @@ from benchmarks.harness.landing import Landing
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness.results import log, watchdog
 from benchmarks.harness.runs import Context, _preload_all, drop_topics, settle
-from treedist.local.launcher import LocalClusters
+from treedist.local.local_clusters import LocalClusters
 
 
 def batches(checkpoint: Path, cluster: str, launched_wall: float) -> list[tuple[int, float, float | None]]:

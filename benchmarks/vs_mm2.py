@@ -50,7 +50,7 @@ from benchmarks.harness import wan as two_dcs
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness.results import RESULTS, log, machine, median_and_range, watchdog
 from benchmarks.harness.runs import Context, drain, drop_topics, fixed_rate
-from treedist.local.launcher import LocalClusters
+from treedist.local.local_clusters import LocalClusters
 
 DEFAULT_RECORDS = {"single_link": 6_000_000, "full_sync": 500_000, "wan": 1_000_000}  # per producing cluster
 SMOKE_RECORDS = {"single_link": 3_000_000, "full_sync": 200_000, "wan": 200_000}

@@ -1,6 +1,6 @@
 """Warm producers on Apache Kafka and on noida-db (issue 31 point 6): what a task's first copy
 to a target waits for when its producer is built then (cold), against a producer built
-earlier and left idle (warm: `treedist.records.clients.warm_producers`, and the executor
+earlier and left idle (warm: `treedist.records.client_pool.warm_producers`, and the executor
 warm-up's `treedist.records.warm.warm_worker`).
 
 Per bed (`--engines`): one local broker (`treedist.local`: `kafka` Apache Kafka, `noida`

@@ -13,7 +13,7 @@ from benchmarks.harness import contenders, mm2, scale
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness.results import log, machine, median_and_range
 from benchmarks.harness.runs import Context, drop_topics
-from treedist.local.launcher import LocalClusters
+from treedist.local.local_clusters import LocalClusters
 
 CONTENDERS = ("mm2", "treedist")
 

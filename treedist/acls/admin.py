@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
 )
 
 from treedist.acls.errors import AclsUnreadable, AuthorizerMissing
-from treedist.acls.plan import Acl
+from treedist.acls.decisions import Acl
 from treedist.kafka.admin import admin_client
 from treedist.kafka.retry import with_retries
 

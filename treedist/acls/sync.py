@@ -6,7 +6,7 @@ sync|diff`). A pass:
 1. describes every cluster's topic ACLs in parallel; a cluster that does not answer after the
    bounded retries, or has no authorizer, is skipped for this pass (logged once until it
    answers again, and counted);
-2. plans with `treedist.acls.plan.plan_acls` (pure): the union of the clusters' keys;
+2. plans with `treedist.acls.decisions.plan_acls` (pure): the union of the clusters' keys;
 3. unless dry-run, creates on each cluster the ACLs it lacks, one request per cluster; every
    ACL created is logged with its cluster and counted;
 4. raises AclSyncError naming every ACL that could not be created, after everything else
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from treedist.acls.admin import AclAdmin
 from treedist.acls.errors import AclSyncError
-from treedist.acls.plan import Acl, AclPlan, AclRules, plan_acls
+from treedist.acls.decisions import Acl, AclPlan, AclRules, plan_acls
 from treedist.config import Deployment
 from treedist.kafka.every_cluster import EveryCluster
 

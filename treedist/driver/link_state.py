@@ -13,7 +13,7 @@ Runs on the driver, called by DistributionApp.check(). The rules:
   parks the link as *failed* until the oldest of them leaves the window, when it is tried
   again. A link never stops another link, and the application never exits because of one.
 
-Named invariants, checked by tests/unit/driver/test_supervision.py:
+Named invariants, checked by tests/unit/driver/test_link_state.py:
 - BUDGET_HOLDS: whenever a restart is scheduled, at most `max_failures` failures lie in the window.
 - WAITING_IS_FREE: failures while a cluster is unreachable never enter the budget.
 - BACKOFF_DOUBLES_AND_CAPS: the n-th failure in the window waits min(max, backoff * 2^(n-1)).

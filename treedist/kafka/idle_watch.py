@@ -12,7 +12,7 @@ subscribed): the full check finds it. The broker holds each fetch until a record
 `fetch.wait.max.ms` passes, so a quiet cluster costs a few small fetches a second, and the
 first record wakes the planner at its next trigger.
 
-Steps, as `treedist.records.reader.DistributorReader` uses it:
+Steps, as `treedist.records.distributor_source.DistributorReader` uses it:
 1. `arm(latest)` once the planner found nothing new for a while: assign at `latest`;
 2. `woke(wait_s)` at each trigger while armed: True on any record or error in the queue
    (waiting up to `wait_s` for one), or once `full_check_s` passed since arming (the planner

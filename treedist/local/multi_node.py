@@ -1,7 +1,7 @@
 """A local Apache Kafka cluster of several KRaft nodes: each broker and controller, the
 controller quorum the nodes themselves, replication factor 3 and `min.insync.replicas=2`.
 
-Runs on the machine that starts local clusters (launcher.LocalClusters.start with `nodes`).
+Runs on the machine that starts local clusters (local_clusters.LocalClusters.start with `nodes`).
 Why combined nodes: three JVMs per cluster instead of 3 brokers + 1-3 controllers; on the
 2-core machine two such clusters and a Spark application already share the CPU, and a quorum
 of 3 voters survives one node down (a rolling restart, a node killed and left down) as a

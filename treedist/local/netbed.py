@@ -325,7 +325,7 @@ class NetBed:
         self.save()
 
     def _record_brokers(self) -> None:
-        from treedist.local.launcher import LocalClusters
+        from treedist.local.local_clusters import LocalClusters
 
         started = LocalClusters.load(self.kafka_dir) if self.kafka_dir else None
         if started is None:
@@ -406,7 +406,7 @@ def _kafka_up(argv: list[str]) -> int:
     """Entry run inside the kafka host: start the named clusters bound to --host."""
     import argparse
 
-    from treedist.local.launcher import LocalClusters
+    from treedist.local.local_clusters import LocalClusters
 
     parser = argparse.ArgumentParser(prog="netbed kafka-up")
     parser.add_argument("--dir", required=True)

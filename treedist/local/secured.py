@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Mapping
 
 from treedist.local.errors import LocalClusterError
-from treedist.local.launcher import LocalClusters
+from treedist.local.local_clusters import LocalClusters
 
 MECHANISM = "SCRAM-SHA-512"
 PROTOCOL = "SASL_SSL"

@@ -256,7 +256,8 @@ class TwoDataCentres:
         """Steps 1-4 of the module's docstring."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from treedist.local.launcher import LocalClusters, free_port, start_broker, stop_all, wait_ready
+        from treedist.local.local_clusters import LocalClusters
+        from treedist.local.launcher import free_port, start_broker, stop_all, wait_ready
 
         base = Path(base_dir).resolve()
         base.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,7 @@ from treedist.ops.figures import (FAILED, RUNNING, WAITING, Batch, copied_rate, 
                                   oldest_age)
 from treedist.records.ahead import Intents
 from treedist.records.plan import ClusterPlan, plan_all
-from treedist.records.task import AHEAD_LINGER_S
+from treedist.records.ahead_copy import AHEAD_LINGER_S
 from treedist.topology.tree import to_spec
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ The protocol (the batch stays deterministic: its offset log entry says what it r
 1. executor, after every window of the task is read: the records already received past
    the end of a window in which every level copies the whole window (the steady state), and
    then, while a backlog keeps arriving, what the consumer fetches next (for at most about a
-   second; `task.copy_ahead`), all of it at most the task's share of what
+   second; `ahead_copy.copy_ahead`), all of it at most the task's share of what
    `max_records_per_trigger` leaves after the batch's windows (`positions.ahead_share`: the
    next batch starts after these records, so the limit holds for a batch and what it copies
    ahead together; without a limit, at most as many records as the task's windows held, at
@@ -56,8 +56,8 @@ as it arrives through steps 2-3 unchanged (intent first). Its consumer batches i
 to 50 ms or 64 KiB, `treedist.kafka.clients.LINGERING_CONSUMER`): fetching at every record
 that landed cost more CPU than the copying. Why: Spark's fixed cost per
 micro-batch (planning, offset and commit logs, scheduling, the Python worker round trip) is
-paid per batch whatever it carries: at 2,000 records/s it was most of treedist's CPU, ~7-10
-batches per second per query; a lingering query runs about one batch per linger, and each
+paid per batch whatever it carries: at low rates it is most of treedist's CPU, several
+batches per second per query (docs/performance.md, "Lingering tasks"); a lingering query runs about one batch per linger, and each
 record is still copied within a consume's wait plus the producer's linger.ms. What a linger
 costs: the task's Spark slot (the driver gives a local master a task thread per query,
 `treedist.driver.process`), and a stop or target switch could wait up to linger_s for the
@@ -83,7 +83,7 @@ from treedist.kafka.read_positions import TopicPartitionKey
 DIRECTORY = "copied-ahead"
 # Lingering without a backlog: each consume waits up to this long for records. Longer waits
 # mean fewer runs, so fewer intent writes (one file per partition a run advances, rewritten
-# in place: ~10 µs of CPU each locally, `Intents.write`); shorter, each record copied sooner.
+# in place, `Intents.write`); shorter, each record copied sooner.
 # A lingering task's consumer fetches at most every 50 ms without a backlog
 # (`treedist.kafka.clients.LINGERING_CONSUMER`): a shorter wait would mostly find nothing.
 LINGER_WAIT_S = 0.05
@@ -133,7 +133,7 @@ class Intents:
         returned (step 4). The status does (`latest`): it may parse a mix of the old and the
         new bytes, and ignores an intent beyond the partition's latest offset
         (`treedist.ops.copied`). A process crash between the pwrite and the cut of a longer
-        earlier content, or a machine crash (nothing fsynced, as before), can leave the
+        earlier content, or a machine crash (nothing is fsynced), can leave the
         file's earlier content, like an unfinished rename, or bytes that do not parse (the
         new JSON followed by the old tail, or cut off): no intent, the records read again
         (duplicates, never a gap)."""

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 # Copying ahead (step 3b) goes on while a backlog keeps arriving: each consume waits at most
 # AHEAD_WAIT_S (a fetch's round trip), the task stops at one that brings fewer than
-# AHEAD_MIN_RECORDS records (under 50,000 records/s: no backlog, the next batch takes them),
+# AHEAD_MIN_RECORDS records (no backlog: the next batch takes them),
 # and after AHEAD_LINGER_S in any case (other queries' batches wait for the core).
 AHEAD_WAIT_S = 0.02
 AHEAD_MIN_RECORDS = 1_000

@@ -59,10 +59,9 @@ def warm_producers(every_target: Mapping[str, Mapping[str, str]] | None, in_use:
     the first time it runs a task of a query that copies there, which can be seconds into a
     run (tasks of any query land on any worker), and that task's flush waits for the
     producer id; on noida-db an InitProducerId is answered only after the broker rewrote its
-    whole data file (0.5 s for 105 MB on an idle machine, docs/architecture.md). It pays on
-    Apache Kafka too (`benchmarks/warm_producers.py`, 2026-11-26): a first copy through a new
-    producer took 61 ms against 9 ms through a parked one on a local broker, and 753 against
-    130 ms across a 40 ms WAN. The ids are requested by librdkafka's own thread: building a
+    whole data file. It pays on Apache Kafka too: a first copy through a new producer waits
+    for its id, a parked one's is there (`benchmarks/warm_producers.py`; docs/performance.md,
+    "Figures behind the code"). The ids are requested by librdkafka's own thread: building a
     producer does not wait for one."""
     global _WARMED
     if _WARMED or not every_target:

@@ -48,8 +48,8 @@ Headers = list[tuple[str, bytes | None]]
 # confluent-kafka's Producer.produce, called with positional arguments only: (topic, value,
 # key, partition, on_delivery, callback, timestamp, headers), the order of its C argument list
 # (confluent-kafka pinned in pyproject.toml; tests/integration/driver/test_cluster_query.py
-# checks timestamps and headers on the targets). Keywords cost 0.27 µs more per call (parsed by
-# name): 1.69 -> 1.40 µs per copy in the copy loop with queue-only producers. Raises BufferError
+# checks timestamps and headers on the targets). Keywords are parsed by name at every call,
+# in the loop that runs once per copy (docs/performance.md, "Figures behind the code"). Raises BufferError
 # when its local queue is full.
 Produce = Callable[..., None]
 # Called with the same arguments (positional) when the queue was full: waits until it takes them.

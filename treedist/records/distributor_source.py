@@ -51,7 +51,7 @@ from treedist.records import ahead
 from treedist.records.errors import PipelineError
 from treedist.records.legacy import last_committed_end
 from treedist.records.plan import ClusterPlan
-from treedist.records.summary import SUMMARY_SCHEMA, summary_batch
+from treedist.records.task_summary import SUMMARY_SCHEMA, summary_batch
 from treedist.records.positions import (
     LevelPositions,
     ReadTask,

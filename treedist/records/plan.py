@@ -6,7 +6,7 @@ planner process and from there, with the reader, into executors.
 A `ClusterPlan` is the unit of execution: ONE streaming query per source cluster reads each
 record of the cluster once and applies every level's rule to it. A `LevelPlan` is the
 logical distributor (cluster, level): the unit of configuration, targets, counters, status
-and logs, named `<cluster>-L<level>` as before.
+and logs, named `<cluster>-L<level>`.
 """
 
 from __future__ import annotations
@@ -220,9 +220,7 @@ def tasks_per_query(cores: int, queries: int) -> int:
     Why not every slot for every query: a batch's tasks all read the same source cluster and
     the batch ends with its slowest task, so a query with two tasks on two slots kept the
     other queries, and the copies they send it, waiting; with one task each, two queries run
-    at once. Measured with `local[2,4]` (docs/performance.md, "Sharing the slots"): p99 of
-    one hop at 2,000 records/s 0.77 -> 0.42 s, two hops 0.94 -> 0.63 s; the whole tree within
-    its spread. A batch that is a backlog (BACKLOG_RECORDS_PER_TASK records for each of
+    at once (docs/performance.md, "Sharing the slots"). A batch that is a backlog (BACKLOG_RECORDS_PER_TASK records for each of
     several slots) may still use every slot (`positions.task_limit`, `ClusterPlan.slots`): on
     a single link the source query otherwise copied on one core."""
     return max(1, cores // max(1, queries))

@@ -105,7 +105,7 @@ def copied_ahead(offset: Mapping) -> dict[TopicPartitionKey, int]:
 
 def with_copied_ahead(end: LevelPositions, ahead: Mapping[TopicPartitionKey, int]) -> dict:
     """The checkpoint form of a batch's end that starts from `ahead` (omitted when empty,
-    so an end without it is the same JSON as before copying ahead existed)."""
+    so an end without it is the same JSON an older version writes)."""
     out = end.to_dict()
     if ahead:
         out["copied_ahead"] = KafkaOffsets(dict(ahead)).to_dict()
@@ -124,7 +124,7 @@ def topic_ids(offset: Mapping) -> dict[str, str]:
 
 def with_topic_ids(offset: dict, ids: Mapping[str, str]) -> dict:
     """`offset` (a checkpoint form) recording `ids`, sorted; omitted when empty, so a cluster
-    without topic IDs writes the same JSON as before IDs were recorded."""
+    without topic IDs writes the same JSON as a version that records no IDs."""
     if ids:
         offset["topic_ids"] = {topic: ids[topic] for topic in sorted(ids)}
     return offset

@@ -3,7 +3,7 @@
 Runs in an executor (a Python worker), inside the source's `read()`. Steps:
 
 1. take a consumer and, per target, a producer from the worker's idle clients
-   (`treedist.records.clients`); check that every topic of the task exists with its
+   (`treedist.records.client_pool`); check that every topic of the task exists with its
    partitions on every level's target (named error otherwise), and with
    `on_uncopyable: dead_letter` the dead-letter topic; take each target topic's size limit
    (`treedist.records.uncopyable`: max.message.bytes, asked once per worker and topic);
@@ -29,52 +29,35 @@ Runs in an executor (a Python worker), inside the source's `read()`. Steps:
    yields one summary row; the batch reaches Spark's commit log only after every task of it
    returned). A failed task's clients are purged and dropped.
 
-In `distributor.delivery: exactly_once` (`treedist.records.transactions`), step 1 builds a
-transactional producer per target for this task instead of taking a kept one, fences the
-previous producer of its id, reads the link's positions on the target and begins the
-transaction; step 2 skips what the target already committed for this batch (a replay); there
-is no step 3b; after step 4's `finish()` the positions (the windows' ends) are sent to the
-transaction and it is committed, target by target; a failure aborts the open transactions.
+The delivery mode is an object the task is given (`treedist.records.delivery`): it supplies
+each target's producer at step 1, prepares the copy before step 2 (at least once: warm the
+kept producers; exactly once: fence, read the link's positions, begin a transaction per target
+and skip what a replay's targets already committed), decides whether step 3b may run, commits
+after step 4's `finish()` (exactly once: positions and copies, target by target) and takes the
+producers back at step 5 (kept, or dropped), or aborts on a failure.
 """
+
 
 from __future__ import annotations
 
 import gc
 import logging
-import time
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
-
-from treedist.records import ahead, clients, transactions, uncopyable
-from treedist.records.copier import LevelCopy, RecordCopier, TaskStats
-from treedist.records.errors import PipelineError
-from treedist.records.plan import ClusterPlan
-from treedist.records.positions import LevelRange, PartitionWindow, ReadTask
-from treedist.kafka.read_positions import TopicPartitionKey
 from treedist.kafka.clients import lingering_consumer_settings
 from treedist.kafka.producer import DeliveryFailed, DeliveryProducer
-from treedist.records.transactions import transactional_settings
+from treedist.kafka.read_positions import TopicPartitionKey
+from treedist.records import ahead, client_pool, transactions, uncopyable
+from treedist.records.ahead_copy import copy_ahead
+from treedist.records.copier import LevelCopy, RecordCopier, TaskStats
+from treedist.records.delivery import Delivery, delivery_of
+from treedist.records.errors import PipelineError
+from treedist.records.plan import ClusterPlan
+from treedist.records.positions import PartitionWindow, ReadTask
+from treedist.records.window_read import read_windows
 
 log = logging.getLogger(__name__)
-
-CONSUME_BATCH = 20_000
-CONSUME_WAIT_S = 0.1
-# Copying ahead (step 3b) goes on while a backlog keeps arriving: each consume waits at most
-# AHEAD_WAIT_S (a fetch's round trip), the task stops at one that brings fewer than
-# AHEAD_MIN_RECORDS records (under 50,000 records/s: no backlog, the next batch takes them),
-# and after AHEAD_LINGER_S in any case (other queries' batches wait for the core).
-AHEAD_WAIT_S = 0.02
-AHEAD_MIN_RECORDS = 1_000
-AHEAD_LINGER_S = 1.0
-# The records the windows' fetches brought past their ends are held until their intents are
-# written (Message objects: ~300 bytes each besides key and value): at most this many.
-MAX_HELD_AHEAD = 100_000
-
-
-class ReadStalled(PipelineError):
-    """A planned window could not be read to its end within the poll timeout."""
 
 
 _frozen = False
@@ -86,8 +69,8 @@ def lean_gc() -> Iterator[None]:
 
     Spark's reused worker runs a full `gc.collect()` after every task, and the loop's header
     lists trigger young-generation collections all the time; both scanned every object of the
-    worker (pyspark, pyarrow and pandas modules included): ~8% of the executors' samples in
-    py-spy. So (1) once per worker, objects alive at the first task (imports, the pooled
+    worker (pyspark, pyarrow and pandas modules included; docs/performance.md, "Figures behind
+    the code"). So (1) once per worker, objects alive at the first task (imports, the pooled
     clients' wrappers) move to the permanent generation that collections skip (`gc.freeze`:
     only what later becomes cyclic garbage among them is never freed, a bounded amount
     once per process); (2) automatic collection is off while a task runs: the copy path makes
@@ -107,23 +90,21 @@ def lean_gc() -> Iterator[None]:
             gc.enable()
 
 
-def run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
+def run_task(plan: ClusterPlan, task: ReadTask, delivery: Delivery | None = None) -> TaskStats:
     """Steps 1-5 of the module docstring for one task (executor), without the cycle
-    collector (`lean_gc`)."""
+    collector (`lean_gc`). `delivery`: the plan's delivery mode (`delivery_of(plan)`) unless given."""
     with lean_gc():
-        return _run_task(plan, task)
+        return _run_task(plan, task, delivery if delivery is not None else delivery_of(plan))
 
 
-def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
+def _run_task(plan: ClusterPlan, task: ReadTask, delivery: Delivery) -> TaskStats:
     targets = dict(task.targets)
     # A lingering task tails its partitions: its consumer batches fetches
-    # (`treedist.kafka.clients.LINGERING_CONSUMER`: fetching at every record that lands was
-    # most of a lingering task's CPU). Kept idle under those settings, apart from the others.
+    # (`treedist.kafka.clients.LINGERING_CONSUMER`). Kept idle under those settings, apart
+    # from the others.
     consumer_settings = lingering_consumer_settings(plan.consumer) if task.linger_s > 0 else plan.consumer
-    consumer = clients.take_consumer(consumer_settings)
+    consumer = client_pool.take_consumer(consumer_settings)
     producers: dict[str, DeliveryProducer] = {}
-    exactly = plan.distributor.delivery == transactions.EXACTLY_ONCE
-    txns: dict[str, transactions.TargetTransaction] = {}
     done = False
     try:
         wanted = _max_partition_per_topic(task.windows)
@@ -131,36 +112,21 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
         names = {t: _target_names(plan, wanted, t) for t in set(level_targets)}
         for target in level_targets:
             if target not in producers:
-                if exactly:  # a new transactional producer per task and target (transactions docstring)
-                    producers[target] = DeliveryProducer(transactional_settings(
-                        plan.producers[target], plan.deployment_key, plan.cluster, target, _task_index()))
-                else:
-                    producers[target] = clients.take_producer(plan.producers[target])
+                producers[target] = delivery.producer(plan, target)
                 _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()}
                               | _dead_letter_wanted(plan))
         limits = {t: _record_limits(plan, t, list(names[t].values())) for t in set(level_targets)}
-        windows = task.windows
-        if exactly:
-            windows = _begin_transactions(plan, task, level_targets, names, producers, txns)
-        else:
-            clients.warm_producers(plan.warm_producers, [plan.producers[t] for t in producers])
-        level_copies = [
+        windows = delivery.begin(plan, task, level_targets, names, producers)
+        copier = _copier(plan, [
             LevelCopy(
                 lp.level, lp.mask, lp.bit, producers[t].raw.produce, producers[t].produce_when_queue_drains,
                 None if all(k == v for k, v in names[t].items()) else names[t], limits[t], t,
             )
             for lp, t in zip(plan.levels, level_targets)
-        ]
-        distributor = plan.distributor
-        limit = distributor.max_record_bytes
-        copier = RecordCopier(
-            plan.cluster, level_copies, plan.flags_header, plan.origin_header, distributor.malformed_flags,
-            limit if limit is not None else uncopyable.record_limit(None, None, {}),
-            distributor.on_uncopyable, distributor.dead_letter_topic, explicit_limit=limit is not None,
-        )
+        ])
         intents = ahead.Intents.of(plan.checkpoint, plan.store)
         visible = bool(task.batch) and intents.visible()
-        beyond: dict | None = {} if visible and copies_ahead(plan, task) else None
+        beyond: dict | None = {} if visible and delivery.copies_ahead and copies_ahead(plan, task) else None
         if visible and beyond is None:
             reset_intents(task, intents)
         read_windows(consumer, windows, copier.copy, plan.poll_timeout_s, beyond)
@@ -171,57 +137,29 @@ def _run_task(plan: ClusterPlan, task: ReadTask) -> TaskStats:
             producers[target].count(stats.copied, 0)
         for producer in producers.values():
             producer.finish()
-        for target, txn in txns.items():  # 4b. exactly_once: positions and copies committed together
-            txn.commit(task.batch, {lv: transactions.window_ends(task.windows, lv, names[target]) for lv in txn.levels})
+        delivery.commit(task, names)  # 4b.
         copier.confirm()  # every copy acknowledged (and committed) now: the latency figures
         done = True
         return copier.stats
     finally:
         if done:  # the consumer was unassigned before the flush (step 4)
-            clients.return_consumer(consumer_settings, consumer)
-            if not exactly:  # transactional producers are never kept (transactions docstring)
-                for target, producer in producers.items():
-                    clients.return_producer(plan.producers[target], producer)
+            client_pool.return_consumer(consumer_settings, consumer)
+            delivery.release(plan, producers)
         else:
-            for txn in txns.values():
-                txn.abort()
+            delivery.abort()
             for producer in producers.values():
                 producer.abandon()  # dropped, not returned: never reused after a failure
             consumer.close()
 
 
-def _task_index() -> int:
-    """The task's place in its batch (executor): part of its transactional.id, the same for
-    every attempt of the task. 0 outside Spark (tests that call run_task directly)."""
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    return context.partitionId() if context is not None else 0
-
-
-def _begin_transactions(plan: ClusterPlan, task: ReadTask, level_targets: list[str], names: dict,
-                        producers: dict[str, DeliveryProducer], txns: dict) -> list[PartitionWindow]:
-    """exactly_once, before the copy (steps 1-3 of `treedist.records.transactions`): per
-    target, fence the previous producer of the id, read the link's positions there, begin the
-    transaction. Returns the windows less what the targets already committed for this batch."""
-    committed: dict[tuple[int, str, int], int] = {}
-    level_names: dict[int, dict[str, str]] = {}
-    partitions = [(w.topic, w.partition) for w in task.windows]
-    for lp, target in zip(plan.levels, level_targets):
-        level_names[lp.level] = names[target]
-    for target in dict.fromkeys(level_targets):
-        levels = [lp.level for lp, t in zip(plan.levels, level_targets) if t == target]
-        txn = transactions.TargetTransaction(producers[target], plan.cluster, target, levels, plan.producers[target],
-                                             plan.metadata_timeout_s)
-        txns[target] = txn
-        txn.init()
-        committed.update(txn.committed(task.batch, names[target], partitions))
-        txn.begin()
-    windows = transactions.skip_committed(task.windows, committed, level_names)
-    if committed:
-        log.info("%s: replay of batch %s: the targets committed %d of its positions already; copying from there",
-                 plan.cluster, task.batch, len(committed))
-    return windows
+def _copier(plan: ClusterPlan, level_copies: list[LevelCopy]) -> RecordCopier:
+    distributor = plan.distributor
+    limit = distributor.max_record_bytes
+    return RecordCopier(
+        plan.cluster, level_copies, plan.flags_header, plan.origin_header, distributor.malformed_flags,
+        limit if limit is not None else uncopyable.record_limit(None, None, {}),
+        distributor.on_uncopyable, distributor.dead_letter_topic, explicit_limit=limit is not None,
+    )
 
 
 def _dead_letter_wanted(plan: ClusterPlan) -> dict[str, int]:
@@ -295,230 +233,3 @@ def reset_intents(task: ReadTask, intents: ahead.Intents) -> None:
     Raises CheckpointStoreError: the task fails and is retried, like a failed intent write."""
     intents.write(task.batch, [(TopicPartitionKey(w.topic, w.partition), w.until_offset, w.until_offset)
                                for w in task.windows if w.uniform])
-
-
-def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_records, poll_timeout_s: float,
-                 beyond: dict | None = None) -> None:
-    """Read every window exactly, handing runs of one partition's records, in offset order,
-    to `on_records(window, topic, partition, records)` (steps 2-3). With `beyond`, the
-    records received past a window's end are kept there ((topic, partition) -> records in
-    offset order) instead of dropped."""
-    # An empty window (a lingering task's idle partition, `positions.idle_windows`) is
-    # complete from the start: it is only tailed for copying ahead.
-    next_offset = {(w.topic, w.partition): w.from_offset for w in windows}
-    pending = {(w.topic, w.partition): w for w in windows if w.count > 0}
-    consumer.assign([TopicPartition(w.topic, w.partition, w.from_offset) for w in windows])
-    fetching = set(next_offset)
-    last_progress = time.monotonic()
-    while pending:
-        # consume() waits until it has num_messages or the timeout passed: ask for what the
-        # windows still hold, so a task whose records are all there does not sit out the wait.
-        remaining = sum(w.until_offset - next_offset[tp] for tp, w in pending.items())
-        messages = consumer.consume(max(1, min(CONSUME_BATCH, remaining)), CONSUME_WAIT_S)
-        progressed = False
-        run: list[Message] = []
-        run_tp = None
-        for msg in messages:
-            if msg.error() is not None:
-                progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
-                run, run_tp = [], None
-                _on_error(msg, pending, next_offset)
-                continue
-            tp = (msg.topic(), msg.partition())
-            if tp != run_tp:
-                progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
-                run, run_tp = [], tp
-            run.append(msg)
-        progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
-        if pending and len(messages) < remaining:
-            progressed |= _advance_by_position(consumer, pending, next_offset)
-        if pending and len(fetching) > len(pending):
-            _stop_fetching_complete(consumer, fetching, pending, windows, beyond)
-        if progressed:
-            last_progress = time.monotonic()
-        elif time.monotonic() - last_progress > poll_timeout_s:
-            stuck = ", ".join(f"{w} at {next_offset[tp]}" for tp, w in sorted(pending.items()))
-            raise ReadStalled(
-                f"no progress for {poll_timeout_s:.0f}s reading {stuck}; the planned range cannot be read "
-                f"fully (records lost or broker unreachable)"
-            )
-
-
-def _stop_fetching_complete(consumer: Consumer, fetching: set, pending: dict, windows: Sequence[PartitionWindow],
-                            beyond: dict | None) -> None:
-    """Unassign the partitions whose window is complete (step 3), so that the broker's answers
-    and the consumer's queue carry only the windows still being read. Why: on a backlog, a
-    complete partition kept being fetched (up to `max.partition.fetch.bytes` per fetch) and
-    its records past the window's end crowded the other partitions out of the fetches; in a
-    single-link probe on Kafka (1M-record batches over 8 partitions, 750k records behind each),
-    5 windows were done after 4 s and the other 3 got nothing for the next 10 s
-    (docs/performance.md, "Single link: bursts"). A partition stays assigned while copying
-    ahead (step 3b) may still take its records: a uniform window, fewer than MAX_HELD_AHEAD
-    held. `incremental_unassign` also drops what librdkafka queued for it."""
-    held = sum(len(v) for v in beyond.values()) if beyond is not None else 0
-    uniform = {(w.topic, w.partition) for w in windows if w.uniform}
-    done = [tp for tp in fetching if tp not in pending
-            and (beyond is None or tp not in uniform or held >= MAX_HELD_AHEAD)]
-    if done:
-        consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
-        fetching.difference_update(done)
-
-
-def _flush(tp, run: list, pending: dict, next_offset: dict, on_records, beyond: dict | None = None) -> bool:
-    """Hand a run to the copier, cut at its window's end; True if it advanced the window.
-    What lies past the end goes to `beyond` (if given), else is dropped."""
-    if not run:
-        return False
-    window = pending.get(tp)
-    if window is None:  # already complete: records of the next batch, prefetched
-        if beyond is not None and tp in next_offset:
-            _keep_beyond(beyond, tp, run, next_offset[tp])
-        return False
-    first = next_offset[tp]
-    if run[0].offset() < first:
-        run = [m for m in run if m.offset() >= first]
-    if run and run[-1].offset() >= window.until_offset:
-        if beyond is not None:
-            _keep_beyond(beyond, tp, [m for m in run if m.offset() >= window.until_offset], window.until_offset)
-        run = [m for m in run if m.offset() < window.until_offset]
-    if not run:
-        return False
-    on_records(window, tp[0], tp[1], run)
-    next_offset[tp] = run[-1].offset() + 1
-    if next_offset[tp] >= window.until_offset:
-        del pending[tp]
-    return True
-
-
-def _keep_beyond(beyond: dict, tp: tuple, records: list, floor: int) -> None:
-    """Append `records` (one partition, offset order) past what `beyond` holds for `tp`,
-    none below `floor` (the window's end)."""
-    kept = beyond.setdefault(tp, [])
-    low = kept[-1].offset() + 1 if kept else floor
-    kept.extend(m for m in records if m.offset() >= low)
-
-
-def copy_ahead(consumer: Consumer, task: ReadTask, beyond: dict, on_records, intents: ahead.Intents,
-               live_targets: str | None = None) -> None:
-    """Step 3b (executor; `treedist.records.ahead`): after every window was read, copy the
-    records past the end of the uniform windows, and go on while a backlog keeps arriving.
-    All of it within the task's `ahead_limit` (its share of what `max_records_per_trigger`
-    leaves after the batch's windows; without a limit, as many as the windows held, at least
-    `CONSUME_BATCH`).
-
-    1. take what the windows' own fetches brought past their ends (`beyond`), at most
-       MAX_HELD_AHEAD records, a prefix of each partition (a partition cut there takes no
-       more: its next records would leave a gap);
-    2. write the intent of EVERY uniform window (its end, and the offset copied up to: the end
-       when nothing was received past it), then copy those records, every level, in offset
-       order;
-    3. for at most AHEAD_LINGER_S: consume what arrives (waiting up to AHEAD_WAIT_S), write the
-       intents of the partitions it advances, then copy it; stop after a consume that brought
-       fewer than AHEAD_MIN_RECORDS records (no backlog: the next batch takes what comes, and
-       the task frees its core for the other queries). With `task.linger_s` (lingering,
-       `treedist.records.ahead`), the task goes on without a backlog until linger_s, each
-       consume waiting up to LINGER_WAIT_S, unless the query is stopping or its targets
-       switched (`LingerWatch` on `live_targets`); `ahead.keep_copying` decides. A partition
-       with a consumer error stops where it is (its records past that are read again by the
-       next batch).
-
-    The producers' `finish()` follows: the batch commits only once every copy landed.
-    Streaming (step 3) holds no more than one consume's records.
-    """
-    uniform = {(w.topic, w.partition): w for w in task.windows if w.uniform}
-    for tp in [tp for tp in beyond if tp not in uniform]:
-        del beyond[tp]
-    cap = task.ahead_limit if task.ahead_limit is not None else max(CONSUME_BATCH, task.count)
-    stopped: set = _trim(beyond, min(cap, MAX_HELD_AHEAD))
-    held = sum(len(v) for v in beyond.values())
-    copied_to = {tp: w.until_offset for tp, w in uniform.items()}
-    _copy_beyond(beyond, uniform, copied_to, list(uniform), on_records, intents, task.batch)
-    began, took = time.monotonic(), AHEAD_MIN_RECORDS  # the first consume looks for a backlog
-    watch = ahead.LingerWatch(live_targets if task.linger_s > 0 else None)
-    while held < cap:
-        left = max(AHEAD_LINGER_S, task.linger_s) - (time.monotonic() - began)
-        if left <= 0:
-            break
-        messages = consumer.consume(min(CONSUME_BATCH, cap - held),
-                                    ahead.consume_wait(took, AHEAD_MIN_RECORDS, AHEAD_WAIT_S, left))
-        received: dict[tuple, list] = {}  # this consume's records per partition, in offset order
-        for msg in messages:
-            tp = (msg.topic(), msg.partition())
-            if tp not in uniform or tp in stopped:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    log.info("%s[%s]: not copying ahead past offset %s: %s", tp[0], tp[1], msg.offset(), msg.error())
-                    stopped.add(tp)
-                continue
-            received.setdefault(tp, []).append(msg)
-        fresh: dict[tuple, list] = {}
-        for tp, records in received.items():
-            _keep_beyond(fresh, tp, records, copied_to[tp])
-        took = sum(len(v) for v in fresh.values())
-        if fresh:
-            _copy_beyond(fresh, uniform, copied_to, list(fresh), on_records, intents, task.batch)
-        held += len(messages)
-        if not ahead.keep_copying(took, time.monotonic() - began, task.linger_s, watch.ended(),
-                                  min_records=AHEAD_MIN_RECORDS, backlog_s=AHEAD_LINGER_S):
-            break
-
-
-def _copy_beyond(records_by_tp: dict, uniform: dict, copied_to: dict, tps: list, on_records, intents: ahead.Intents,
-                 batch: str) -> None:
-    """Write the intents of `tps` (each partition's window end and the offset copied up to,
-    after `records_by_tp`), then copy those records for every level."""
-    tps, runs = sorted(tps), []
-    for tp in tps:
-        window, records = uniform[tp], records_by_tp.get(tp) or []
-        if records:
-            since, to = copied_to[tp], records[-1].offset() + 1
-            ranges = tuple(LevelRange(r.level, since, to) for r in window.levels)
-            runs.append((PartitionWindow(tp[0], tp[1], since, to, ranges), records))
-            copied_to[tp] = to
-    intents.write(batch, [(TopicPartitionKey(tp[0], tp[1]), uniform[tp].until_offset, copied_to[tp]) for tp in tps])
-    for window, records in runs:
-        on_records(window, window.topic, window.partition, records)
-
-
-def _trim(beyond: dict, cap: int) -> set:
-    """Keep at most `cap` records in `beyond`: a prefix of each partition's (so what is kept
-    stays contiguous from the window's end), partitions in sorted order. Returns the
-    partitions that lost records."""
-    left, cut = cap, set()
-    for tp in sorted(beyond):
-        if len(beyond[tp]) > left:
-            del beyond[tp][left:]
-            cut.add(tp)
-        left -= len(beyond[tp])
-    return cut
-
-
-def _on_error(msg: Message, pending: dict, next_offset: dict) -> None:
-    err = msg.error()
-    tp = (msg.topic(), msg.partition())
-    if err.code() == KafkaError._PARTITION_EOF:
-        window = pending.get(tp)
-        if window is not None and msg.offset() >= window.until_offset:
-            del pending[tp]
-    elif err.retriable():
-        log.warning("%s[%s]: retriable consumer error: %s", tp[0], tp[1], err)
-    else:
-        window = pending.get(tp)
-        where = str(window) if window is not None else f"{tp[0]}[{tp[1]}]"
-        raise PipelineError(f"{where}: consumer error at offset {msg.offset()}: {err}")
-
-
-def _advance_by_position(consumer: Consumer, pending: dict, next_offset: dict) -> bool:
-    """Offsets can be missing inside a window (compaction, transaction markers): the
-    consumer's position then moves past them without a record."""
-    progressed = False
-    for position in consumer.position([TopicPartition(t, p) for t, p in pending]):
-        tp = (position.topic, position.partition)
-        if position.offset > next_offset[tp]:
-            next_offset[tp] = position.offset
-            progressed = True
-        if position.offset >= pending[tp].until_offset:
-            del pending[tp]
-            progressed = True
-    return progressed

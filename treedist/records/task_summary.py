@@ -26,8 +26,8 @@ def summary_batch(records_in: int, copied: int, nbytes: int) -> "pa.RecordBatch"
     """The task's summary row as a RecordBatch (executor), built from raw buffers.
 
     Why not yield a tuple: Spark then converts rows with `pa.array(<list>)`, and pyarrow's
-    list conversion imports pandas to check for pandas types: ~1.3 s of CPU and ~50 MiB of
-    RSS in every executor worker, for one row per task. pyarrow is imported here, not at the
+    list conversion imports pandas to check for pandas types: seconds of CPU and tens of MiB
+    of RSS in every executor worker, for one row per task. pyarrow is imported here, not at the
     top: the driver-side processes that load this module for planning then do without it.
     The schema is Spark's conversion of SUMMARY_SCHEMA (Spark checks that they are equal)."""
     import pyarrow as pa

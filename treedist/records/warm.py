@@ -4,7 +4,7 @@
 Steps, in the worker that runs the warm-up task (kept by `spark.python.worker.reuse`):
 1. import the record path (`treedist.records.task`, pyarrow for the data source's batches);
 2. put an idle consumer per source cluster and an idle producer per target in the worker's
-   pools (`treedist.records.clients`), with the plans' own settings: the queries' first
+   pools (`treedist.records.client_pool`), with the plans' own settings: the queries' first
    tasks take these instead of building them;
 3. wait until each client has its first metadata (bounded), so that the connections are up
    and the idempotent producers' ids requested before the first batch needs them.
@@ -25,7 +25,7 @@ def warm_worker(consumers: Sequence[Mapping[str, str]], producers: Mapping[str, 
     """Steps 1-3 of the module docstring in this Python worker; its PID."""
     import pyarrow  # noqa: F401  (1)
 
-    from treedist.records import clients, task  # noqa: F401  (1)
+    from treedist.records import client_pool, task  # noqa: F401  (1)
 
     raw = []
     for settings in consumers:  # 2: built unless one is idle already, then parked

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from treedist.spark.errors import KafkaSinkError, SparkLayerError, SparkOptionError, SparkSourceError
+from treedist.spark.format_name import FORMAT_NAME
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-FORMAT_NAME = "treedist-kafka"
 
 __all__ = [
     "FORMAT_NAME",

@@ -6,6 +6,7 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from treedist.spark.errors import SparkOptionError
+from treedist.spark.format_name import FORMAT_NAME
 from treedist.spark.schema import KAFKA_SCHEMA
 
 
@@ -18,8 +19,6 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        from treedist.spark import FORMAT_NAME
-
         return FORMAT_NAME
 
     def schema(self) -> StructType:

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, R
 from typer.testing import CliRunner
 
 from treedist.acls.admin import AclAdmin
-from treedist.acls.plan import Acl
+from treedist.acls.decisions import Acl
 from treedist.acls.sync import AclSync
 from treedist.cli import app
 from treedist.config import parse_deployment

@@ -24,7 +24,7 @@ from treedist.records.counters import ClusterCounters
 from treedist.records.plan import plan_cluster
 from treedist.records.positions import LevelPositions, batch_windows, topic_ids
 from treedist.driver.query import start_cluster_query
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 from treedist.kafka.read_positions import TopicPartitionKey
 
 from tests.e2e.workload import create_topic_everywhere, wait_for_counts
@@ -97,7 +97,7 @@ def test_the_planner_reads_a_topic_recreated_between_two_batches_from_its_start(
 
     _recreate(bootstrap["c1"], unique_topic, 2)  # the listing (cached) never sees it gone
     _produce(bootstrap["c1"], unique_topic, {0: 5, 1: 30}, "new")  # fewer, and more, than were read
-    with caplog.at_level(logging.WARNING, logger="treedist.records.reader"):
+    with caplog.at_level(logging.WARNING, logger="treedist.records.distributor_source"):
         reset = reader.latestOffset(end, ReadAllAvailable())
     assert topic_ids(reset)[unique_topic] != old_id
     assert LevelPositions.from_dict(reset).levels[1].positions == {p0: 0, p1: 0}

@@ -20,7 +20,7 @@ def _held(consumers: list[dict], producers: dict[str, dict]):
     def held(_):
         import os
 
-        from treedist.records import clients
+        from treedist.records import client_pool as clients
 
         idle_c = all(clients._key(s) in clients._IDLE_CONSUMERS for s in consumers)
         idle_p = all(clients._key(s) in clients._IDLE_PRODUCERS for s in producers.values())

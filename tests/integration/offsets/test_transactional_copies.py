@@ -23,7 +23,7 @@ from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
 from treedist.offsets import offset_jobs
 from treedist.records.plan import plan_cluster
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 from treedist.records.task import run_task
 
 from tests.e2e.offsets_workload import commits, consume_and_commit, consume_rest, group_name, missed_and_repeated, produce

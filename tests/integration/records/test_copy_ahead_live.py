@@ -18,7 +18,7 @@ from treedist.local.deployment import local_deployment
 from treedist.records import ahead
 from treedist.records.plan import plan_cluster
 from treedist.records.positions import LevelPositions
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 from treedist.records.task import run_task
 from treedist.kafka.read_positions import TopicPartitionKey
 from treedist.verify import verify_topic

@@ -20,7 +20,7 @@ from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
 from treedist.records import timings, transactions
 from treedist.records.plan import plan_cluster
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 from treedist.records.task import run_task
 
 from tests.e2e.workload import create_topic_everywhere

@@ -16,7 +16,7 @@ from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
 from treedist.records.plan import plan_cluster
 from treedist.records.positions import LevelPositions, batch_windows
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 
 from tests.e2e.workload import create_topic_everywhere
 

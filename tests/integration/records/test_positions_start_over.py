@@ -15,7 +15,7 @@ from treedist.kafka import admin_client
 from treedist.local.deployment import local_deployment
 from treedist.records.plan import plan_cluster
 from treedist.records.positions import LevelPositions, batch_windows
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey
 
 from tests.e2e.workload import create_topic_everywhere
@@ -48,7 +48,7 @@ def test_a_broker_that_lost_its_last_records_is_followed_from_its_latest_offset(
     tp = TopicPartitionKey(unique_topic, 0)
     _produce(bootstrap["c1"], unique_topic, 10)
     start = _at(tp, 25)  # read up to 25, the broker has 10 now
-    with caplog.at_level(logging.WARNING, logger="treedist.records.reader"):
+    with caplog.at_level(logging.WARNING, logger="treedist.records.distributor_source"):
         end = reader.latestOffset(start, ReadAllAvailable())
     assert _position(end, tp) == 10
     assert batch_windows(LevelPositions.from_dict(start), LevelPositions.from_dict(end)) == []
@@ -73,7 +73,7 @@ def test_a_topic_deleted_and_created_again_is_read_from_its_start(local_kafka, u
     create_topic_everywhere({"c1": bootstrap["c1"]}, unique_topic, 1)
     _produce(bootstrap["c1"], unique_topic, 12)  # more than were read of the old topic
 
-    with caplog.at_level(logging.WARNING, logger="treedist.records.reader"):
+    with caplog.at_level(logging.WARNING, logger="treedist.records.distributor_source"):
         reset = reader.latestOffset(gone, ReadAllAvailable())
     assert _position(reset, tp) == 0
     assert any("was deleted and created again" in r.getMessage() for r in caplog.records)

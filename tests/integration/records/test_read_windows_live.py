@@ -7,7 +7,7 @@ from __future__ import annotations
 from confluent_kafka import Consumer, Producer
 
 from treedist.records.positions import LevelRange, PartitionWindow
-from treedist.records.task import read_windows
+from treedist.records.window_read import read_windows
 from treedist.spark.options import consumer_settings
 
 from tests.e2e.workload import create_topic_everywhere

@@ -20,7 +20,7 @@ from treedist.kafka.admin import admin_client, ensure_topics
 from treedist.local.deployment import local_deployment
 from treedist.records.errors import OversizedRecord, PipelineError
 from treedist.records.plan import plan_cluster
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 from treedist.records.task import run_task
 from treedist.records.uncopyable import HEADER_PREFIX, HEADROOM
 

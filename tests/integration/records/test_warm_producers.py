@@ -12,9 +12,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
-from treedist.records import clients
+from treedist.records import client_pool as clients
 from treedist.records.plan import plan_cluster
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 from treedist.records.task import run_task
 
 from tests.e2e.workload import create_topic_everywhere, wait_for_counts
@@ -77,7 +77,7 @@ def test_a_target_whose_producer_cannot_be_built_is_named_and_the_others_are_war
     monkeypatch.setattr(clients, "_IDLE_PRODUCERS", OrderedDict())
     good = {"bootstrap.servers": local_kafka.bootstrap["c1"], "enable.idempotence": "true", "acks": "all"}
     bad = {"bootstrap.servers": local_kafka.bootstrap["c2"], "no.such.setting": "1"}
-    with caplog.at_level("WARNING", logger="treedist.records.clients"):
+    with caplog.at_level("WARNING", logger="treedist.records.client_pool"):
         clients.warm_producers({"c2": bad, "c1": good}, in_use=[])
     try:
         assert list(clients._IDLE_PRODUCERS) == [clients._key(good)]

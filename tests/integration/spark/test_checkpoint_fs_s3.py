@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 from treedist.records.legacy import last_committed_end
-from treedist.spark.checkpoint import remove_interrupted_writes
+from treedist.spark.checkpoint_repair import remove_interrupted_writes
 from treedist.spark.checkpoint_fs import join
 from treedist.kafka.read_positions import TopicPartitionKey
 

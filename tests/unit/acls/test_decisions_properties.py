@@ -1,4 +1,4 @@
-"""ACL sync's pure core (treedist.acls.plan): property tests naming their invariants."""
+"""ACL sync's pure core (treedist.acls.decisions): property tests naming their invariants."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treedist.acls.plan import Acl, AclRules, cluster_keys, logical, physical, plan_acls
+from treedist.acls.decisions import Acl, AclRules, cluster_keys, logical, physical, plan_acls
 from treedist.topology.naming import Naming
 from treedist.topology.selection import TopicFilter
 

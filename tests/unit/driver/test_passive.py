@@ -18,7 +18,7 @@ import yaml
 
 from treedist.config import parse_deployment
 from treedist.driver.errors import UnknownUnit
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 from treedist.driver.link_state import RestartPolicy
 from treedist.driver.unit_kinds import Unit, units_of
 from treedist.driver.running import Units
@@ -56,7 +56,7 @@ def _reader(tmp_path, cluster: str, live: dict[str, str]) -> DistributorReader:
 def test_a_live_target_passive_above_its_lowest_level_is_refused_and_the_plans_kept(tmp_path, caplog):
     reader = _reader(tmp_path, "c1", {"1": "c2", "3": "c3"})
     assert [(lp.level, lp.target, lp.subtree) for lp in reader.plan.levels] == [(1, "c2", ("c2",)), (3, "c4", ("c4",))]
-    with caplog.at_level(logging.ERROR, logger="treedist.records.reader"):
+    with caplog.at_level(logging.ERROR, logger="treedist.records.distributor_source"):
         assert reader._current_targets() == {1: "c2", 3: "c4"}
     assert "c1-L3: live target 'c3' is not a leaf of its sibling subtree it may copy to ['c4']; keeping c4" in caplog.text
 
@@ -64,6 +64,6 @@ def test_a_live_target_passive_above_its_lowest_level_is_refused_and_the_plans_k
 def test_a_passive_live_target_at_its_lowest_level_and_an_active_one_above_are_taken(tmp_path, caplog):
     reader = _reader(tmp_path, "c4", {"1": "c3", "3": "c2"})  # c4-L1's sibling is c3 alone; c4-L3 may pick c1 or c2
     assert [(lp.level, lp.subtree) for lp in reader.plan.levels] == [(1, ("c3",)), (3, ("c1", "c2"))]
-    with caplog.at_level(logging.ERROR, logger="treedist.records.reader"):
+    with caplog.at_level(logging.ERROR, logger="treedist.records.distributor_source"):
         assert reader._current_targets() == {1: "c3", 3: "c2"}
     assert "live target" not in caplog.text

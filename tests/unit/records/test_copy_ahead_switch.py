@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from treedist.config import ConfigError, parse_deployment
-from treedist.records.reader import task_ahead_limit
+from treedist.records.distributor_source import task_ahead_limit
 from treedist.local.deployment import local_deployment
 from treedist.records.plan import plan_all
 from treedist.records.positions import ReadTask, ahead_share

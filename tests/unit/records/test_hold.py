@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from treedist.records import reader as source
+from treedist.records import distributor_source as source
 
 
 def test_a_missing_hold_file_does_not_hold(tmp_path):

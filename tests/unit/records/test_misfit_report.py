@@ -7,7 +7,7 @@ import logging
 
 from treedist.config import parse_deployment
 from treedist.records.plan import plan_cluster
-from treedist.records.reader import DistributorReader
+from treedist.records.distributor_source import DistributorReader
 
 
 def test_a_misfit_topic_is_reported_once_and_never_selected(caplog):
@@ -18,7 +18,7 @@ def test_a_misfit_topic_is_reported_once_and_never_selected(caplog):
         "topics": {"regex": [".*"]},
     }
     reader = DistributorReader(plan_cluster(parse_deployment(spec), "c1"), counters=None)
-    with caplog.at_level(logging.WARNING, logger="treedist.records.reader"):
+    with caplog.at_level(logging.WARNING, logger="treedist.records.distributor_source"):
         for _ in range(5):  # the planner lists topics before every batch
             assert not reader._selects("orders")  # not acme-...: another tenant's topic
             assert reader._selects("acme-orders")

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from treedist.records.summary import SUMMARY_SCHEMA, summary_batch
+from treedist.records.task_summary import SUMMARY_SCHEMA, summary_batch
 
 counts = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 
@@ -34,7 +34,7 @@ def test_counts_round_trip(records_in, copied, nbytes):
 
 def test_building_it_imports_no_pandas():
     code = (
-        "import sys; from treedist.records.summary import summary_batch; summary_batch(1, 2, 3); "
+        "import sys; from treedist.records.task_summary import summary_batch; summary_batch(1, 2, 3); "
         "print('pandas' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from treedist.spark.checkpoint import is_interrupted_write, remove_interrupted_writes
+from treedist.spark.checkpoint_repair import is_interrupted_write, remove_interrupted_writes
 
 UUID = "242d0ab2-f32d-4d9b-97a6-fadf0392e528"
 

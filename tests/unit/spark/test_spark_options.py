@@ -74,7 +74,7 @@ def test_sink_unknown_option():
 
 
 def test_a_replaying_consumer_reads_ahead_one_consume_batch_unless_told_otherwise():
-    from treedist.records.task import CONSUME_BATCH
+    from treedist.records.window_read import CONSUME_BATCH
     from treedist.spark.options import consumer_settings
 
     assert consumer_settings({"bootstrap.servers": "b:9092"})["queued.min.messages"] == str(CONSUME_BATCH)
