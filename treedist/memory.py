@@ -7,9 +7,8 @@ when a process starts: exported by the driver (treedist.spark.session) it reache
 every Python process Spark starts, not the driver itself. The driver caps its own arenas with
 `mallopt` first thing (treedist.cli.main), before any of its threads starts.
 
-Measured (4-cluster tree, `task_linger: 5s`, 2,000 records/s, after 75 s; docs/performance.md,
-"Memory with lingering tasks"): the driver, with ~24 librdkafka clients and a dozen threads of
-its own, held 246 MiB RSS with glibc's default and 145 MiB with two arenas.
+The driver's RSS with glibc's default and with two arenas: docs/performance.md, "Memory with
+lingering tasks".
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from treedist.config.durations import spark_interval
 from treedist.driver.link_state import LinkState, Supervision
 from treedist.records.counters import ClusterCounters
 from treedist.records.plan import ClusterPlan
-from treedist.records.reader import distributor_source
-from treedist.spark.checkpoint import remove_interrupted_writes
+from treedist.records.distributor_source import distributor_source
+from treedist.spark.checkpoint_repair import remove_interrupted_writes
 from treedist.topology.targets import TargetTable
 
 log = logging.getLogger(__name__)
@@ -106,9 +106,8 @@ def first_read_planned(spark: SparkSession, query: StreamingQuery) -> bool:
     Why the application releases its held queries one after another on this (and not all at
     once, `DistributionApp.start`): the read planning steps of queries planned at the same time
     each take a Python worker of ~80 MiB (pyarrow) that Spark keeps idle for a minute; one
-    after another they share one. Measured with the 4-cluster tree (when the queries were
-    started, not released, on it): peak RSS 1,509-1,574 -> 1,428-1,434 MiB, first copy on the
-    farthest cluster 10.5-11.6 -> 10.7-15.1 s (benchmarks/startup_memory.py).
+    after another they share one (benchmarks/startup_memory.py; docs/performance.md, "Figures
+    behind the code").
     """
     status = query.status
     if status.get("message") == INITIALIZING_SOURCES:  # the first trigger has not begun

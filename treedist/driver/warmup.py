@@ -69,7 +69,7 @@ def start(spark: SparkSession, deployment: Deployment, stop: threading.Event | N
     # its SQL tasks (the queries' data source reads) carry SPARK_SIMPLIFIED_TRACEBACK=1
     # while simplified tracebacks are on (the default); an RDD job does not. Without the
     # same variable the job forked a daemon and workers of its own that no query used:
-    # its parked clients were never taken, and they cost ~220 MiB of RSS (4-cluster tree).
+    # its parked clients were never taken, and their memory was spent for nothing.
     # Set here, not in the thread: a query registered meanwhile copies sc.environment
     # (py4j iterates it), and a key added during that failed its start ("dictionary changed
     # size during iteration").

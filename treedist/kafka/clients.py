@@ -54,12 +54,11 @@ CONSUMER_FIXED: dict[str, str] = {
 CONSUMER_DEFAULTS: dict[str, str] = {
     "group.id": "treedist-spark-source",
     "fetch.max.bytes": str(50 * 1024 * 1024),
-    # 2 MiB per partition and fetch (librdkafka's default 1 MiB; was 10 MiB): a fetch brings
-    # ~10,000 records of 200 bytes, so a task's first records come after a short response, and
-    # a window's last fetch reads less past its end. Reading 8 windows of 62,500 records from
-    # a local Kafka node (reused consumer, busy machine): 10 MiB 0.55-0.72 s, 2 MiB 0.42-0.53 s;
-    # CPU 0.6 -> 0.46 s (with fetch.queue.backoff.ms 10 both). A record batch larger than
-    # this is still returned whole (Kafka's fetch limits are soft).
+    # 2 MiB per partition and fetch (librdkafka's default 1 MiB): a fetch brings ~10,000
+    # records of 200 bytes, so a task's first records come after a short response, and a
+    # window's last fetch reads less past its end (docs/performance.md, "Figures behind the
+    # code"). A record batch larger than this is still returned whole (Kafka's fetch limits
+    # are soft).
     "max.partition.fetch.bytes": str(2 * 1024 * 1024),
     "queued.max.messages.kbytes": str(256 * 1024),
     "fetch.wait.max.ms": "100",
@@ -67,15 +66,13 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     # more than queued.min.messages (below), and does not fetch again before it ends, even
     # when the task has drained the queue meanwhile. At its default (1,000 ms) a task reading a
     # backlog from Kafka consumed a fetch's records and then waited up to a second for the
-    # next: 160,000 records took 1.2-1.4 s, 0.2 s with 10 ms (docs/performance.md, "Single
-    # link: bursts"). noida-db answers with everything after the offset, so it rarely waits.
+    # next (docs/performance.md, "Single link: bursts"). noida-db answers with everything after the offset, so it rarely waits.
     "fetch.queue.backoff.ms": "10",
     # librdkafka fetches ahead while a partition's local queue holds fewer than this many
     # records (default 100,000): a task reading a window of a few thousand records kept a fetch
     # in flight for everything landing behind its window's end, records that the next task
-    # reads again. One consume() batch (records/task.py CONSUME_BATCH) of read-ahead keeps a
-    # large window streaming. Measured with the 4-cluster whole-tree benchmark: treedist's CPU
-    # per copy 9.2 -> 7.3-7.8 µs (two runs each way, same machine and hour).
+    # reads again. One consume() batch (records/window_read.py CONSUME_BATCH) of read-ahead
+    # keeps a large window streaming (docs/performance.md, "Figures behind the code").
     "queued.min.messages": "20000",
     "isolation.level": "read_committed",
     # Brokers that answer a fetch with everything they have (noida-db) would otherwise stall
@@ -129,12 +126,10 @@ def replay_consumer_settings(settings: Mapping[str, str]) -> dict[str, str]:
 
 # A lingering task's consumer (`distributor.task_linger`, treedist.records.ahead) tails its
 # partitions for a second or more without a backlog. With librdkafka's fetch.min.bytes of 1 the
-# broker answers a fetch as soon as any record lands, and the consumer asks again at once: at
-# 2,000 records/s (a producer with linger.ms 5, 8 partitions) that was ~810 fetches a second
-# and 26 µs of the consumer's CPU per record, the librdkafka broker thread being most of a
-# lingering task's CPU. With 64 KiB or 50 ms, whichever comes first: ~10-20 fetches a second,
-# 2-3 µs per record (measured on a local Kafka 4.1 node, 2026-11-27, docs/performance.md,
-# "Lingering tasks"); a record waits up to 50 ms more in the broker (one consume's wait,
+# broker answers a fetch as soon as any record lands, and the consumer asks again at once:
+# hundreds of fetches a second at low rates, the librdkafka broker thread being most of a
+# lingering task's CPU. With 64 KiB or 50 ms, whichever comes first, a few fetches a second
+# (docs/performance.md, "Lingering tasks"); a record waits up to 50 ms more in the broker (one consume's wait,
 # `ahead.LINGER_WAIT_S`, is as long). MirrorMaker 2's documented tuning waits too (64 KiB, 100 ms).
 LINGERING_CONSUMER: dict[str, str] = {"fetch.min.bytes": "65536", "fetch.wait.max.ms": "50"}
 

@@ -139,8 +139,8 @@ class GroupClient:
         commit marker carries the time its coordinator wrote it, not the time of the records
         it commits: on a partition of exactly_once copies (one marker per batch), whose
         records keep their origin's older timestamps, the answer can be a marker's offset
-        well before the record the timestamp points at (measured: offset 10 for the record at
-        24; every copy in between would be read again). 2: the records from that answer are
+        well before the record the timestamp points at (every copy in between would be read
+        again). 2: the records from that answer are
         read (every partition at once, read_committed) up to the first one that is that
         recent; only markers up to the end means no such record yet. Past SCAN_LIMIT records,
         or when the read makes no progress, the answer of step 1 stands: repeats, never a skip.

@@ -172,7 +172,7 @@ class OffsetDistributionJob:
             # exactly_once copies ends with one) or an aborted transaction's records: a
             # read_committed consumer's position, hence its commit, lies past them. Its last
             # consumed record is the last one below: its timestamp (or, where retention
-            # removed everything below, none: not distributed, as before).
+            # removed everything below, none: not distributed).
             found = self.client.last_record_before(tp, commit.offset, EXACT_WINDOW)
         return None if found is None else found[1]
 

@@ -7,8 +7,8 @@ refresh waited for it: over a 1 s scrape timeout Prometheus marks the target dow
 alerts need them. So a scrape:
 
 1. asks the source for its snapshot in a worker thread (the source refreshes it when it is
-   older than `max_age_s`, as before), or joins the request already running;
-2. waits at most `wait_s` for it: in time, it gets that snapshot, as fresh as before;
+   older than `max_age_s`), or joins the request already running;
+2. waits at most `wait_s` for it: in time, it gets that snapshot, as fresh as a request of its own;
 3. otherwise it gets the last snapshot this server served (its `taken_at` says when it was
    taken), and the request goes on for the next scrape. Only the first scrape, with nothing
    served yet, waits for the whole refresh.

@@ -107,7 +107,7 @@ class KafkaStore:
             while not self._stop.is_set():
                 if at_end and time.monotonic() > active_until and not self._wake.is_set():
                     # Brokers such as noida-db answer an empty fetch at once, so a caught-up
-                    # consumer spins (46% of a core, broker 38%, measured). Idle: unassign until
+                    # consumer spins, and the broker with it. Idle: unassign until
                     # a writer of this process wakes us, or IDLE_PAUSE_S passes (other writers'
                     # records), then assign at our position again; it reports the end at once.
                     # (pause/resume was tried: librdkafka then missed new records for 20 s+.)

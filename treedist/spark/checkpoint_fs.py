@@ -1,7 +1,7 @@
 """The files treedist keeps beside Spark's checkpoints, on whatever file system holds them.
 
 `checkpoint_location` is a plain path (a local directory, resolved against the working
-directory as before), or a `file://`, `hdfs://` or `s3a://` URI. Spark's own checkpoint
+directory), or a `file://`, `hdfs://` or `s3a://` URI. Spark's own checkpoint
 (offset and commit logs) is opened by the driver's JVM through Hadoop's `FileSystem` (S3A
 from `treedist.spark.hadoop_aws`). treedist's own files beside it, and where each is read and
 written:
@@ -10,7 +10,7 @@ written:
 |---|---|---|---|
 | copy-ahead intents `<checkpoint>/copied-ahead/<topic>~<partition>` | executor (task) | the query's planner (a Python process the driver's JVM starts) | `Store` |
 | Spark's offset/commit logs, read for status and lag (`treedist.ops.checkpoint`) | driver's JVM | the driver, `treedist status`, the web view | `Store` |
-| interrupted log writes, removed before a query starts (`treedist.spark.checkpoint`) | driver's JVM | driver | `Store` |
+| interrupted log writes, removed before a query starts (`treedist.spark.checkpoint_repair`) | driver's JVM | driver | `Store` |
 | old per-(cluster, level) checkpoints (`treedist.records.legacy`) | (old versions) | planner | `Store` |
 | live targets `<live_dir>/<cluster>-targets.json`, start-up holds | driver | planner, on the driver's host | stay local: not beside the checkpoint |
 
@@ -25,8 +25,8 @@ use the JVM:
 | `hdfs://` | WebHDFS, HTTP to the namenode and datanodes (`treedist.spark.webhdfs`, wrapped in pyarrow's `PyFileSystem`) | `spark.hadoop.dfs.namenode.http-address` (else the namenode's host, port 9870); user `spark.hadoop.hadoop.user.name` (read by treedist only), else the driver's `HADOOP_USER_NAME`, else its OS user (`plan_options`) |
 
 Why not pyarrow's `HadoopFileSystem` for hdfs://: it needs libhdfs, libjvm and a Hadoop
-installation (`HADOOP_HOME`, `CLASSPATH`) on every host, which PySpark does not ship (measured
-here: "Unable to load libjvm"); WebHDFS needs HTTP only (on by default in Hadoop 3). The
+installation (`HADOOP_HOME`, `CLASSPATH`) on every host, which PySpark does not ship
+("Unable to load libjvm"); WebHDFS needs HTTP only (on by default in Hadoop 3). The
 driver's JVM opens Spark's own hdfs:// checkpoint with PySpark's HDFS client: no jars to add.
 Where a store cannot be reached, a Store raises `CheckpointStoreError` naming the location
 and the callers degrade as for a missing file (no copying ahead; status without rates).
@@ -171,14 +171,13 @@ class Store:
         (copy-ahead intents: the planner reads them only once their batch committed, after
         every writer ended; the status reads them at any time and ignores what cannot be
         right, `treedist.ops.copied`). Why not `write_text`'s temporary file and rename: on
-        ext4 a rename over an existing file costs ~180 µs of CPU (mostly the kernel's: the
-        replaced inode is freed, the new file's block allocated and its write-back started)
-        and 0.3-0.6 ms of wall time, against ~6 µs for the pwrite (measured here, 2026-11-27); at 2,000
-        records/s with lingering tasks the renames were about a third of the executors' CPU
-        (docs/performance.md, "Lingering tasks"). What is given up: a reader racing a writer,
+        ext4 a rename over an existing file costs far more CPU than a pwrite (mostly the
+        kernel's: the replaced inode is freed, the new file's block allocated and its
+        write-back started), and with lingering tasks the renames were a large part of the
+        executors' CPU (docs/performance.md, "Lingering tasks"). What is given up: a reader racing a writer,
         or a machine crash mid-write, may see a mix of old and new bytes; so may a reader
         after a process crash between the pwrite and the cut of a longer earlier content (the
-        new bytes, then the old tail). Neither is fsynced, as before. A short pwrite raises.
+        new bytes, then the old tail). Neither is fsynced. A short pwrite raises.
         On HDFS one CREATE that overwrites (no rename: the same reasoning)."""
         if is_remote(path):
             self._put(path, data)

@@ -10,8 +10,8 @@ forks the Python workers (executor tasks and the driver-side planning steps). St
 
 Why 1: Spark puts `$SPARK_HOME/python/lib/pyspark.zip` (and py4j's zip) first on its Python
 processes' PYTHONPATH, and the pip-installed PySpark ships that zip without bytecode, so
-every process compiled PySpark's sources again on import: measured 0.75 s of CPU instead of
-0.26 s for the modules of a worker, and ~7 MiB more RSS per process. The same PySpark is
+every process compiled PySpark's sources again on import, at a cost of CPU and RSS per
+process (docs/performance.md, "Figures behind the code"). The same PySpark is
 installed in site-packages (`build_session` makes the session's own interpreter the workers'
 `PYSPARK_PYTHON`), whose cached bytecode is then used. The other Python processes Spark
 starts (query planners, planning workers and their daemons) get the same order from

@@ -3,10 +3,8 @@
 Why: without Hadoop's native library (PySpark does not ship it), Hadoop's local file system
 sets the permissions of every file and directory it creates by running `chmod`, a process
 forked from the driver JVM. Spark's checkpoints write a few files per micro-batch (offset
-log, commit log, their checksums), so every batch of every query forked the JVM: at the demo's
-2,000 records/s, 9.4 `chmod` processes per second, each looked up through the whole PATH;
-5 of 18 on-CPU stack samples of the queries' micro-batch threads were in `forkAndExec`, and
-the JVM's `process reaper` threads took 0.4-1.0 s of CPU per 30 s (2026-11-25).
+log, commit log, their checksums), so every batch of every query forked the JVM, each
+`chmod` looked up through the whole PATH (docs/performance.md, "Figures behind the code").
 
 How: `jvm/treedist/hadoop/*.java` (the same file system, permissions set through java.nio;
 modes with bits beyond 0777 still go through `chmod`) compiled once per machine against the
@@ -16,7 +14,7 @@ A session with a local master puts it on the driver's class path and makes it th
 file system (`spark.hadoop.fs.file.impl`). Other masters keep Hadoop's: their executors would
 need the jar too, and their checkpoints belong on a shared file system anyway.
 
-Without `javac`, or when the build fails: Hadoop's own file system, as before (one warning).
+Without `javac`, or when the build fails: Hadoop's own file system (one warning).
 """
 
 from __future__ import annotations

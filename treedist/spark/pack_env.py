@@ -2,7 +2,7 @@
 the host whose venv runs the driver; the archive is unpacked by Spark in every executor's
 working directory).
 
-What venv-pack does, plus what it does not (tried 2026-11-26, venv-pack 0.2.0): a package
+What venv-pack does, plus what it does not (venv-pack 0.2.0): a package
 installed editable (`pip install -e`, as treedist is in a checkout's `.venv`) is packed by its
 `.pth` only, which points at the checkout; here its packages are copied into the archive's
 site-packages instead. As with venv-pack, the interpreter itself is not shipped: `bin/python`

@@ -3,7 +3,7 @@
 Sets the environment every Python worker needs (`SPARK_LOCAL_IP` on loopback for a local
 master; for a master on another host the routable address `treedist.spark.address` chooses,
 also given as `spark.driver.host` / `spark.driver.bindAddress`; the current interpreter as
-`PYSPARK_PYTHON` so workers have pyarrow and confluent-kafka) and the settings measured to
+`PYSPARK_PYTHON` so workers have pyarrow and confluent-kafka) and the settings chosen to
 keep start-up and micro-batch latency low on small machines.
 """
 
@@ -26,36 +26,28 @@ log = logging.getLogger(__name__)
 
 # Int.MaxValue turns off Spark's per-row Arrow size check on the way to Python workers
 # (BatchedPythonArrowInput): that check calls ListVector.setValueCount on every row, which is
-# O(rows in batch) for the `headers` array<struct> column, so each batch costs O(n^2). Measured
-# with the sink: about 5k rows/s with the check, 20-60k+ rows/s without. Batches stay bounded
-# by spark.sql.execution.arrow.maxRecordsPerBatch.
+# O(rows in batch) for the `headers` array<struct> column, so each batch costs O(n^2).
+# Batches stay bounded by spark.sql.execution.arrow.maxRecordsPerBatch.
 NO_ARROW_BYTE_LIMIT = str(2**31 - 1)
 
 # Without the native Hadoop library (not shipped with the pip PySpark), Hadoop's local file
 # system forks a `chmod` process for every file it creates; the default FileContext-based
 # checkpoint manager creates several per micro-batch (offset log, commit log, their .crc
-# files), each a fork of the whole driver JVM. The FileSystem-based manager creates fewer:
-# measured on 2 cores, offset-log write 43 -> 15 ms per batch and ~5 -> ~1 forks per batch.
-# Its rename-based commit is atomic on local and HDFS-like file systems.
+# files), each a fork of the whole driver JVM. The FileSystem-based manager creates fewer
+# (docs/performance.md, "Figures behind the code"). Its rename-based commit is atomic on local and HDFS-like file systems.
 CHECKPOINT_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 
 # The driver JVM only orchestrates (records are handled in Python workers): C1-only JIT and
-# the serial collector. Measured with the 4-cluster tree at 2,000 records/s: the C2 compiler
-# alone took ~15-20% of a core for as long as queries ran (each micro-batch brings newly
-# generated classes), and one hop's p99 fell from 1.5 s to 1.3 s with these options.
+# the serial collector: the C2 compiler keeps compiling for as long as queries run (each
+# micro-batch brings newly generated classes).
 #
 # The heap: records never enter the JVM, so what it allocates is short-lived (plans, progress,
 # a few rows per batch). A small young generation (-Xmn) keeps the pages that every eden cycle
 # touches few (the default is a third of the heap), a small initial heap and bounded free ratios
 # let the serial collector hand unused old-generation memory back after a full collection.
-# Measured at the 4-cluster tree's peak: JVM RSS ~470-480 -> ~400-425 MiB (heap ~120 MiB;
-# metaspace ~125 MiB and ~340 threads make most of the rest).
-# The free ratios were 10 / 30 until 2026-11-24: the old generation then sat ~6 MiB above the
-# live heap (~60 MiB), so a full collection ran every ~5 s and took 100-330 ms on 2 busy
-# cores, stopping every query at once (gc log during the tree-latency benchmark at 2,000
-# rec/s): the tail of a hop's latency. With 30 / 50 one runs every ~15 s; one hop's p99
-# 0.82-0.97 -> 0.60 s, two hops' 0.95-1.09 -> 0.79 s (single runs); the JVM's peak RSS
-# ~418 -> ~438 MiB.
+# The free ratios (30 / 50) leave the old generation room above the live heap: tighter ones
+# make full collections frequent, and each stops every query at once, the tail of a hop's
+# latency. The figures for all of these: docs/performance.md, "Figures behind the code".
 LEAN_JVM_OPTIONS = (
     "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms64m -Xmn48m -XX:MinHeapFreeRatio=30 -XX:MaxHeapFreeRatio=50"
 )
@@ -73,8 +65,7 @@ LEAN_CONF: dict[str, str] = {
     # 1,000 stages, 100,000 tasks per stage, every root RDD of the DAG graphs), and each
     # micro-batch is a job: bounded here so that a run of days keeps the JVM's old generation
     # (and the serial collector's full collections) as small as in the first minutes.
-    # treedist reads only the queries' last progress. At 80 s of the latency benchmark the
-    # live heap was ~60 MiB with or without these bounds.
+    # treedist reads only the queries' last progress.
     "spark.ui.retainedJobs": "50",
     "spark.ui.retainedStages": "50",
     "spark.ui.retainedTasks": "500",
@@ -114,8 +105,7 @@ FAST_START_CONF: dict[str, str] = {
 # ~80 MiB each for the 4-cluster tree) and are never used again until a restart. A local
 # executor never runs more tasks at once than its cores, so a pool of that many idle workers
 # keeps every executor worker (and its pooled Kafka clients) while bounding the planning
-# pools. Measured: a pool of 1 evicted an executor worker almost every batch (34 workers
-# forked in a 75 s demo instead of 3).
+# pools. A pool of 1 evicts an executor worker almost every batch.
 IDLE_POOL_KEY = "spark.python.factory.idleWorkerMaxPoolSize"
 _LOCAL_MASTER = re.compile(r"local\[(\d+|\*)(?:,\d+)?\]")
 
