@@ -9,20 +9,21 @@ Runs in an executor (a Python worker), inside the source's `read()`. Steps:
    (`treedist.records.uncopyable`: max.message.bytes, asked once per worker and topic);
 2. assign the consumer to every window at its first offset and consume large batches; each
    run of records of one partition, cut at the window's end, goes to the RecordCopier, which
-   produces the copies of every level (idempotent producer, acks=all, same partition);
+   produces the copies of every level (idempotent producer, acks=all, same partition)
+   (`treedist.records.window_read`);
 3. a window is complete once a record at or past its end arrived, the consumer's position
    reached its end (compaction, transaction markers) or the broker reported end of
    partition there; no progress for `poll_timeout_s` fails the task naming the windows: a
    short batch is never returned;
-   3b. copy ahead (`treedist.records.ahead`): the records already received past the end
+   3b. copy ahead (`treedist.records.ahead_copy`, intents in `treedist.records.ahead`): the records already received past the end
    of a window that every level copies whole are copied too, and then, while a backlog keeps
    arriving, what the consumer fetches next (about a second at most; with
    `distributor.task_linger`, also without a backlog for that long), each partition's
    intent file written before its records are copied (not with `distributor.copy_ahead` off);
 4. unassign the consumer, then `finish()` every producer: flush and check every delivery;
    any failed or undelivered record raises, so the task fails and Spark retries it. Why
-   unassign first: a consumer left assigned keeps fetching while the producers flush
-   (0.1-0.3 s per task under load), records that unassign then drops; a broker that answers
+   unassign first: a consumer left assigned keeps fetching while the producers flush,
+   records that unassign then drops; a broker that answers
    a fetch at a partition's end at once (noida-db) turns that into a loop of empty fetches
    costing it and the task CPU;
 5. only then hand the clients back for the next task and return the stats (the source
@@ -36,7 +37,6 @@ and skip what a replay's targets already committed), decides whether step 3b may
 after step 4's `finish()` (exactly once: positions and copies, target by target) and takes the
 producers back at step 5 (kept, or dropped), or aborts on a failure.
 """
-
 
 from __future__ import annotations
 

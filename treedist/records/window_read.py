@@ -29,7 +29,6 @@ CONSUME_WAIT_S = 0.1
 MAX_HELD_AHEAD = 100_000
 
 
-
 class ReadStalled(PipelineError):
     """A planned window could not be read to its end within the poll timeout."""
 
@@ -40,91 +39,136 @@ def read_windows(consumer: Consumer, windows: Sequence[PartitionWindow], on_reco
     to `on_records(window, topic, partition, records)` (steps 2-3). With `beyond`, the
     records received past a window's end are kept there ((topic, partition) -> records in
     offset order) instead of dropped."""
-    # An empty window (a lingering task's idle partition, `positions.idle_windows`) is
-    # complete from the start: it is only tailed for copying ahead.
-    next_offset = {(w.topic, w.partition): w.from_offset for w in windows}
-    pending = {(w.topic, w.partition): w for w in windows if w.count > 0}
+    reads = WindowReads(windows, on_records, beyond)
     consumer.assign([TopicPartition(w.topic, w.partition, w.from_offset) for w in windows])
-    fetching = set(next_offset)
     last_progress = time.monotonic()
-    while pending:
+    while reads.pending:
         # consume() waits until it has num_messages or the timeout passed: ask for what the
         # windows still hold, so a task whose records are all there does not sit out the wait.
-        remaining = sum(w.until_offset - next_offset[tp] for tp, w in pending.items())
+        remaining = reads.remaining()
         messages = consumer.consume(max(1, min(CONSUME_BATCH, remaining)), CONSUME_WAIT_S)
         progressed = False
         run: list[Message] = []
         run_tp = None
         for msg in messages:
             if msg.error() is not None:
-                progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
+                progressed |= reads.flush(run_tp, run)
                 run, run_tp = [], None
-                _on_error(msg, pending, next_offset)
+                reads.on_error(msg)
                 continue
             tp = (msg.topic(), msg.partition())
             if tp != run_tp:
-                progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
+                progressed |= reads.flush(run_tp, run)
                 run, run_tp = [], tp
             run.append(msg)
-        progressed |= _flush(run_tp, run, pending, next_offset, on_records, beyond)
-        if pending and len(messages) < remaining:
-            progressed |= _advance_by_position(consumer, pending, next_offset)
-        if pending and len(fetching) > len(pending):
-            _stop_fetching_complete(consumer, fetching, pending, windows, beyond)
+        progressed |= reads.flush(run_tp, run)
+        if reads.pending and len(messages) < remaining:
+            progressed |= reads.advance_by_position(consumer)
+        if reads.pending and len(reads.fetching) > len(reads.pending):
+            reads.stop_fetching_complete(consumer)
         if progressed:
             last_progress = time.monotonic()
         elif time.monotonic() - last_progress > poll_timeout_s:
-            stuck = ", ".join(f"{w} at {next_offset[tp]}" for tp, w in sorted(pending.items()))
             raise ReadStalled(
-                f"no progress for {poll_timeout_s:.0f}s reading {stuck}; the planned range cannot be read "
+                f"no progress for {poll_timeout_s:.0f}s reading {reads.stuck()}; the planned range cannot be read "
                 f"fully (records lost or broker unreachable)"
             )
 
 
-def _stop_fetching_complete(consumer: Consumer, fetching: set, pending: dict, windows: Sequence[PartitionWindow],
-                            beyond: dict | None) -> None:
-    """Unassign the partitions whose window is complete (step 3), so that the broker's answers
-    and the consumer's queue carry only the windows still being read. Why: on a backlog, a
-    complete partition kept being fetched (up to `max.partition.fetch.bytes` per fetch) and
-    its records past the window's end crowded the other partitions out of the fetches; in a
-    single-link probe on Kafka (1M-record batches over 8 partitions, 750k records behind each),
-    5 windows were done after 4 s and the other 3 got nothing for the next 10 s
-    (docs/performance.md, "Single link: bursts"). A partition stays assigned while copying
-    ahead (step 3b) may still take its records: a uniform window, fewer than MAX_HELD_AHEAD
-    held. `incremental_unassign` also drops what librdkafka queued for it."""
-    held = sum(len(v) for v in beyond.values()) if beyond is not None else 0
-    uniform = {(w.topic, w.partition) for w in windows if w.uniform}
-    done = [tp for tp in fetching if tp not in pending
-            and (beyond is None or tp not in uniform or held >= MAX_HELD_AHEAD)]
-    if done:
-        consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
-        fetching.difference_update(done)
+class WindowReads:
+    """One read of a task's windows (executor): each partition's next offset, the windows not
+    complete yet (`pending`), the partitions still fetched, and where the records past a
+    window's end go (`beyond`, or None: dropped)."""
 
+    def __init__(self, windows: Sequence[PartitionWindow], on_records, beyond: dict | None) -> None:
+        self.windows, self.on_records, self.beyond = windows, on_records, beyond
+        # An empty window (a lingering task's idle partition, `positions.idle_windows`) is
+        # complete from the start: it is only tailed for copying ahead.
+        self.next_offset = {(w.topic, w.partition): w.from_offset for w in windows}
+        self.pending = {(w.topic, w.partition): w for w in windows if w.count > 0}
+        self.fetching = set(self.next_offset)
 
-def _flush(tp, run: list, pending: dict, next_offset: dict, on_records, beyond: dict | None = None) -> bool:
-    """Hand a run to the copier, cut at its window's end; True if it advanced the window.
-    What lies past the end goes to `beyond` (if given), else is dropped."""
-    if not run:
-        return False
-    window = pending.get(tp)
-    if window is None:  # already complete: records of the next batch, prefetched
-        if beyond is not None and tp in next_offset:
-            keep_beyond(beyond, tp, run, next_offset[tp])
-        return False
-    first = next_offset[tp]
-    if run[0].offset() < first:
-        run = [m for m in run if m.offset() >= first]
-    if run and run[-1].offset() >= window.until_offset:
-        if beyond is not None:
-            keep_beyond(beyond, tp, [m for m in run if m.offset() >= window.until_offset], window.until_offset)
-        run = [m for m in run if m.offset() < window.until_offset]
-    if not run:
-        return False
-    on_records(window, tp[0], tp[1], run)
-    next_offset[tp] = run[-1].offset() + 1
-    if next_offset[tp] >= window.until_offset:
-        del pending[tp]
-    return True
+    def remaining(self) -> int:
+        """How many offsets the pending windows still hold."""
+        return sum(w.until_offset - self.next_offset[tp] for tp, w in self.pending.items())
+
+    def stuck(self) -> str:
+        """The pending windows and where each is, for the error that names them."""
+        return ", ".join(f"{w} at {self.next_offset[tp]}" for tp, w in sorted(self.pending.items()))
+
+    def flush(self, tp, run: list) -> bool:
+        """Hand a run to the copier, cut at its window's end; True if it advanced the window.
+        What lies past the end goes to `beyond` (if given), else is dropped."""
+        if not run:
+            return False
+        beyond, next_offset = self.beyond, self.next_offset
+        window = self.pending.get(tp)
+        if window is None:  # already complete: records of the next batch, prefetched
+            if beyond is not None and tp in next_offset:
+                keep_beyond(beyond, tp, run, next_offset[tp])
+            return False
+        first = next_offset[tp]
+        if run[0].offset() < first:
+            run = [m for m in run if m.offset() >= first]
+        if run and run[-1].offset() >= window.until_offset:
+            if beyond is not None:
+                keep_beyond(beyond, tp, [m for m in run if m.offset() >= window.until_offset], window.until_offset)
+            run = [m for m in run if m.offset() < window.until_offset]
+        if not run:
+            return False
+        self.on_records(window, tp[0], tp[1], run)
+        next_offset[tp] = run[-1].offset() + 1
+        if next_offset[tp] >= window.until_offset:
+            del self.pending[tp]
+        return True
+
+    def on_error(self, msg: Message) -> None:
+        """End of partition completes a window reached; a retriable error is logged; any other
+        raises naming the window and offset."""
+        err = msg.error()
+        tp = (msg.topic(), msg.partition())
+        if err.code() == KafkaError._PARTITION_EOF:
+            window = self.pending.get(tp)
+            if window is not None and msg.offset() >= window.until_offset:
+                del self.pending[tp]
+        elif err.retriable():
+            log.warning("%s[%s]: retriable consumer error: %s", tp[0], tp[1], err)
+        else:
+            window = self.pending.get(tp)
+            where = str(window) if window is not None else f"{tp[0]}[{tp[1]}]"
+            raise PipelineError(f"{where}: consumer error at offset {msg.offset()}: {err}")
+
+    def advance_by_position(self, consumer: Consumer) -> bool:
+        """Offsets can be missing inside a window (compaction, transaction markers): the
+        consumer's position then moves past them without a record."""
+        progressed = False
+        for position in consumer.position([TopicPartition(t, p) for t, p in self.pending]):
+            tp = (position.topic, position.partition)
+            if position.offset > self.next_offset[tp]:
+                self.next_offset[tp] = position.offset
+                progressed = True
+            if position.offset >= self.pending[tp].until_offset:
+                del self.pending[tp]
+                progressed = True
+        return progressed
+
+    def stop_fetching_complete(self, consumer: Consumer) -> None:
+        """Unassign the partitions whose window is complete (step 3), so that the broker's
+        answers and the consumer's queue carry only the windows still being read. Why: on a
+        backlog, a complete partition kept being fetched (up to `max.partition.fetch.bytes`
+        per fetch) and its records past the window's end crowded the other partitions out of
+        the fetches for seconds (docs/performance.md, "Single link: bursts"). A partition stays
+        assigned while copying ahead (step 3b) may still take its records: a uniform window,
+        fewer than MAX_HELD_AHEAD held. `incremental_unassign` also drops what librdkafka
+        queued for it."""
+        beyond = self.beyond
+        held = sum(len(v) for v in beyond.values()) if beyond is not None else 0
+        uniform = {(w.topic, w.partition) for w in self.windows if w.uniform}
+        done = [tp for tp in self.fetching if tp not in self.pending
+                and (beyond is None or tp not in uniform or held >= MAX_HELD_AHEAD)]
+        if done:
+            consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
+            self.fetching.difference_update(done)
 
 
 def keep_beyond(beyond: dict, tp: tuple, records: list, floor: int) -> None:
@@ -133,33 +177,3 @@ def keep_beyond(beyond: dict, tp: tuple, records: list, floor: int) -> None:
     kept = beyond.setdefault(tp, [])
     low = kept[-1].offset() + 1 if kept else floor
     kept.extend(m for m in records if m.offset() >= low)
-
-
-def _on_error(msg: Message, pending: dict, next_offset: dict) -> None:
-    err = msg.error()
-    tp = (msg.topic(), msg.partition())
-    if err.code() == KafkaError._PARTITION_EOF:
-        window = pending.get(tp)
-        if window is not None and msg.offset() >= window.until_offset:
-            del pending[tp]
-    elif err.retriable():
-        log.warning("%s[%s]: retriable consumer error: %s", tp[0], tp[1], err)
-    else:
-        window = pending.get(tp)
-        where = str(window) if window is not None else f"{tp[0]}[{tp[1]}]"
-        raise PipelineError(f"{where}: consumer error at offset {msg.offset()}: {err}")
-
-
-def _advance_by_position(consumer: Consumer, pending: dict, next_offset: dict) -> bool:
-    """Offsets can be missing inside a window (compaction, transaction markers): the
-    consumer's position then moves past them without a record."""
-    progressed = False
-    for position in consumer.position([TopicPartition(t, p) for t, p in pending]):
-        tp = (position.topic, position.partition)
-        if position.offset > next_offset[tp]:
-            next_offset[tp] = position.offset
-            progressed = True
-        if position.offset >= pending[tp].until_offset:
-            del pending[tp]
-            progressed = True
-    return progressed
