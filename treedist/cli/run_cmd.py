@@ -189,7 +189,7 @@ def _run_demo(duration, rate, partitions, state_dir: Path, keep_clusters: bool, 
     from treedist.cli.verify_cmd import print_report
     from treedist.control.connect import etcd_client
     from treedist.control.keys import Keys
-    from treedist.local import avro_demo  # imported here, not at the top: its registry client costs every command ~17 MiB
+    from treedist.local import avro_demo  # imported here, not at the top: its registry client would cost every command memory
     from treedist.local.etcd import SECURED, start_etcd
     from treedist.local import statedir as state_dirs
     from treedist.local.lock import StateDirLock

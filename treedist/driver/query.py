@@ -105,7 +105,7 @@ def first_read_planned(spark: SparkSession, query: StreamingQuery) -> bool:
     without a batch (nothing to read).
     Why the application releases its held queries one after another on this (and not all at
     once, `DistributionApp.start`): the read planning steps of queries planned at the same time
-    each take a Python worker of ~80 MiB (pyarrow) that Spark keeps idle for a minute; one
+    each take a Python worker (with pyarrow) that Spark keeps idle for a minute; one
     after another they share one (benchmarks/startup_memory.py; docs/performance.md, "Figures
     behind the code").
     """

@@ -43,7 +43,7 @@ def start_held(units: "Units", startup_timeout: float) -> None:
        query starts once the previous one's sources are up.
     2. The queries are released one after another: the next once the previous one planned
        its first read (`query.first_read_planned`: the planning workers are then shared
-       instead of one per query, ~80 MiB each), or FIRST_READ_WAIT_S passed.
+       instead of one per query), or FIRST_READ_WAIT_S passed.
 
     Why held: a query that copies while the next ones still start spends its first seconds
     next to their start-up (each a planner process importing PySpark and pyarrow), and the

@@ -33,7 +33,7 @@ CLUSTER_ID_FILE = "cluster.id"
 LOG4J2 = Path(__file__).parent / "maven" / "log4j2.properties"
 
 # Sized for the 2-core, 24 GiB machine: 4-5 brokers beside Spark. Each broker's heap is capped
-# at 512 MiB (RSS settles at ~350-450 MiB); GC and compiler threads are capped since the
+# at 512 MiB; GC and compiler threads are capped since the
 # brokers share two cores with everything else.
 JVM_OPTS = [
     "-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:ParallelGCThreads=1",
@@ -42,7 +42,7 @@ JVM_OPTS = [
 ]
 
 # A node of a multi-node cluster: its heap capped lower, since two 3-node clusters (6 JVMs) and a
-# Spark application share the machine (RSS ~200-250 MiB per node idle).
+# Spark application share the machine.
 MULTI_NODE_HEAP = "384m"
 
 # Broker settings that differ from Kafka's defaults, each for a reason:

@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 
 # The status refreshed inside `treedist run` (and its control-plane coordinator) reads the
 # oldest uncopied record of a partition at most this far behind: on noida-db such a fetch
-# costs about 5 ms of CPU (the whole tail comes back), against 0.2 s at 400,000 behind.
+# brings the whole tail back, so its CPU grows with how far behind it reads.
 RUN_TIMESTAMP_SCAN_RECORDS = 10_000
 # At most this long reading one query's copy-ahead intents per refresh (in parallel,
 # `Intents.latest`): the partitions not read by then count from the committed end.

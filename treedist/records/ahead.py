@@ -161,8 +161,8 @@ class Intents:
         (the caller ignores one beyond the latest offset); either is gone at the next read.
 
         `budget_s`: read by up to `workers` threads, and give up after that many seconds (an
-        s3a or HDFS read costs ~30 ms: 500 partitions read one after the other would hold
-        the status 15 s); a partition not read by then has no intent here. The reads still
+        s3a or HDFS read is a round trip: hundreds of partitions read one after the other
+        would hold the status for seconds); a partition not read by then has no intent here. The reads still
         under way finish in their threads, their results dropped. None: one after the other."""
         tps = list(tps)
         if not tps:  # no pool of zero threads (ThreadPoolExecutor refuses max_workers=0)

@@ -74,8 +74,8 @@ LEAN_CONF: dict[str, str] = {
     "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_MANAGER,
     "spark.driver.extraJavaOptions": LEAN_JVM_OPTIONS,
     # Records never enter the JVM (the distributors' copy path is in Python workers): the heap
-    # holds plans, progress and a few rows per batch. 512 MiB instead of 1 GiB keeps the
-    # driver's RSS near 400 MiB.
+    # holds plans, progress and a few rows per batch: half of Spark's default 1 GiB keeps
+    # the driver's RSS small.
     "spark.driver.memory": "512m",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
@@ -92,8 +92,8 @@ LEAN_CONF: dict[str, str] = {
 FAST_START_CONF: dict[str, str] = {
     "spark.driver.extraJavaOptions": LEAN_JVM_OPTIONS,
     # Records never enter the JVM (the distributors' copy path is in Python workers): the heap
-    # holds plans, progress and a few rows per batch. 512 MiB instead of 1 GiB keeps the
-    # driver's RSS near 400 MiB.
+    # holds plans, progress and a few rows per batch: half of Spark's default 1 GiB keeps
+    # the driver's RSS small.
     "spark.driver.memory": "512m",
 }
 
@@ -101,8 +101,8 @@ FAST_START_CONF: dict[str, str] = {
 # Spark keeps every Python worker it released in an idle pool per kind of worker (executor
 # tasks, and on the driver the data-source planning steps: lookup, create, plan read), and
 # only kills the pool after a minute without any use. The planning pools fill at start-up,
-# when the queries' first batches plan their reads at the same time (up to 3 workers of
-# ~80 MiB each for the 4-cluster tree) and are never used again until a restart. A local
+# when the queries' first batches plan their reads at the same time (several workers with
+# pyarrow each) and are never used again until a restart. A local
 # executor never runs more tasks at once than its cores, so a pool of that many idle workers
 # keeps every executor worker (and its pooled Kafka clients) while bounding the planning
 # pools. A pool of 1 evicts an executor worker almost every batch.
