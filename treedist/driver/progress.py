@@ -13,7 +13,7 @@ from typing import Iterable, Mapping
 from pyspark.sql.streaming import StreamingQuery
 
 from treedist.driver.link_state import LinkState
-from treedist.driver.query import RunningQuery
+from treedist.driver.query import RunningQuery, batch_in_flight
 from treedist.driver.running import Units
 
 
@@ -48,12 +48,10 @@ def progress(running: Iterable[RunningQuery]) -> list[dict]:
 
 
 def idle(running: Iterable[RunningQuery]) -> bool:
-    """True when no query has data waiting (its last trigger found nothing new)."""
-    for run in running:
-        status = run.query.status
-        if status.get("isDataAvailable") or status.get("isTriggerActive"):
-            return False
-    return True
+    """True when no query has data waiting: its last trigger found nothing new, and it runs
+    no batch (a trigger that only plans, or waits for a quiet source's first record, is idle:
+    `batch_in_flight`)."""
+    return not any(run.query.status.get("isDataAvailable") for run in running)  # implies no batch_in_flight
 
 
 def link_states(running: Mapping[str, RunningQuery]) -> dict[str, dict]:

@@ -96,6 +96,16 @@ def start_cluster_query(spark: SparkSession, plan: ClusterPlan, counters: Cluste
 INITIALIZING_SOURCES = "Initializing sources"
 
 
+def batch_in_flight(status: dict) -> bool:
+    """True while a trigger that found new data still runs its batch (a query's `status`,
+    driver). A trigger that only plans is not a batch: once a source has been quiet, its
+    planning waits in the idle watch (treedist.kafka.idle_watch) for the first record, so
+    nearly every trigger is active and `isTriggerActive` alone never reads false long enough
+    to see. `isDataAvailable` is what the trigger before found, and stays false while the
+    source waits; stopping a query then loses nothing, and it has nothing waiting."""
+    return bool(status.get("isTriggerActive")) and bool(status.get("isDataAvailable"))
+
+
 def first_read_planned(spark: SparkSession, query: StreamingQuery) -> bool:
     """Driver: has `query` planned the read of its first micro-batch (or found nothing to read)?
 

@@ -30,7 +30,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from treedist.config import Deployment
 from treedist.driver.jobs import Job, Scheduler, SyncJob
-from treedist.driver.query import RunningQuery, await_first_read, await_sources, start_cluster_query
+from treedist.driver.query import RunningQuery, await_first_read, await_sources, batch_in_flight, start_cluster_query
 from treedist.driver.schemas import SchemaDistributor
 from treedist.driver.link_state import LinkState, RestartPolicy, Supervision
 from treedist.driver.unit_kinds import Unit, units_of
@@ -235,9 +235,10 @@ def stop_query(run: RunningQuery, deadline: float) -> None:
     """Stop `run`'s query once its batch in flight finished or `deadline` passed (driver).
     The query is first marked stopping: a lingering task ends and no new one lingers
     (`treedist.records.ahead`, "Lingering"), so a batch in flight ends about as soon as
-    without lingering."""
+    without lingering. A trigger only planning (a quiet source's planning waits for the first
+    record) is not waited for: `batch_in_flight`."""
     ahead.mark_stopping(run.plan.live_targets)
-    while time.monotonic() < deadline and run.query.isActive and run.query.status.get("isTriggerActive"):
+    while time.monotonic() < deadline and run.query.isActive and batch_in_flight(run.query.status):
         time.sleep(0.05)
     run.supervision.state = LinkState.STOPPED
     try:

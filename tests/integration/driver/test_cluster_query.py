@@ -19,7 +19,7 @@ from treedist.local.deployment import local_deployment
 from treedist.driver.app import DistributionApp
 from treedist.records.counters import ClusterCounters
 from treedist.records.plan import plan_cluster
-from treedist.driver.query import start_cluster_query
+from treedist.driver.query import batch_in_flight, start_cluster_query
 from treedist.verify import verify_topic
 
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently, produce_malformed_flags, wait_for_counts
@@ -196,7 +196,7 @@ def test_a_topic_missing_on_its_target_waits_unread_and_is_copied_once_it_exists
 
 def _await_committed(checkpoint: Path, query, at_least: int = 1, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while len(_batch_files(checkpoint / "commits")) < at_least or query.status.get("isTriggerActive"):
+    while len(_batch_files(checkpoint / "commits")) < at_least or batch_in_flight(query.status):
         assert time.monotonic() < deadline, "no committed batch"
         assert query.isActive, query.exception()
         time.sleep(0.2)

@@ -23,7 +23,7 @@ from treedist.local.deployment import local_deployment
 from treedist.records.counters import ClusterCounters
 from treedist.records.plan import plan_cluster
 from treedist.records.positions import LevelPositions, batch_windows, topic_ids
-from treedist.driver.query import start_cluster_query
+from treedist.driver.query import batch_in_flight, start_cluster_query
 from treedist.records.distributor_source import DistributorReader
 from treedist.kafka.read_positions import TopicPartitionKey
 
@@ -140,7 +140,7 @@ def _run_until_copied(spark, deployment, target: str, topic: str, total: int) ->
         wait_for_counts({"c2": target}, topic, total, timeout=240)
         commits = Path(plan.checkpoint) / "commits"
         deadline = time.monotonic() + 120
-        while query.status.get("isTriggerActive") or not any(commits.glob("[0-9]*")):
+        while batch_in_flight(query.status) or not any(commits.glob("[0-9]*")):
             assert query.isActive, query.exception()
             assert time.monotonic() < deadline, "no committed batch"
             time.sleep(0.2)
