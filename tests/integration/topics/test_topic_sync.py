@@ -51,6 +51,16 @@ def _delete_and_wait(local_kafka, cluster, topic, timeout=120.0):
         time.sleep(0.2)
 
 
+def _wait_until(local_kafka, cluster, topic, holds, timeout=60.0):
+    """Wait (bounded) until `holds(state)` of `topic` on `cluster`: a broker answers an
+    AlterConfigs or CreatePartitions once the controller took it, and its own metadata shows
+    it a moment later; a sync pass before that would copy the old state."""
+    deadline = time.monotonic() + timeout
+    while not holds(_state(local_kafka, cluster, topic)):
+        assert time.monotonic() < deadline, f"cluster {cluster!r} does not show the change to {topic!r}"
+        time.sleep(0.2)
+
+
 def test_a_topic_on_c3_is_created_everywhere_then_partitions_and_configs_follow_c2(local_kafka, unique_topic, caplog):
     deployment = parse_deployment(_deployment(local_kafka, [unique_topic], sync={"exclude_configs": ["segment.ms"]}))
     _admin(local_kafka, "c3").create({unique_topic: (2, {"retention.ms": "86400000"})}, None)
@@ -68,6 +78,9 @@ def test_a_topic_on_c3_is_created_everywhere_then_partitions_and_configs_follow_
     _admin(local_kafka, "c2").add_partitions({unique_topic: 4})
     _admin(local_kafka, "c2").set_configs({unique_topic: {"retention.ms": "3600000", "min.insync.replicas": "1"}})
     _admin(local_kafka, "c4").set_configs({unique_topic: {"segment.ms": "7000000"}})
+    _wait_until(local_kafka, "c2", unique_topic,
+                lambda st: st.partitions == 4 and st.configs.get("retention.ms") == "3600000")
+    _wait_until(local_kafka, "c4", unique_topic, lambda st: st.configs.get("segment.ms") == "7000000")
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="treedist.topics.sync"):
         second = sync.run_once()
