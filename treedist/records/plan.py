@@ -112,7 +112,7 @@ class ClusterPlan:
     poll_timeout_s: float = 120.0
     metadata_timeout_s: float = 30.0
     # Every cluster any query of the deployment copies to -> its producer settings: a Python
-    # worker builds an idle producer for each at its first task (`clients.warm_producers`).
+    # worker builds an idle producer for each at its first task (`client_pool.warm_producers`).
     warm_producers: Mapping[str, Mapping[str, str]] | None = None
     # The settings of `spark.conf` with which planners and executors reach an s3a:// or
     # hdfs:// checkpoint (`checkpoint_fs.plan_options`: fs.s3a.*, WebHDFS's address, the driver's user).

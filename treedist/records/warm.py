@@ -25,18 +25,18 @@ def warm_worker(consumers: Sequence[Mapping[str, str]], producers: Mapping[str, 
     """Steps 1-3 of the module docstring in this Python worker; its PID."""
     import pyarrow  # noqa: F401  (1)
 
-    from treedist.records import client_pool, task  # noqa: F401  (1)
+    from treedist.records import client_pool, task  # noqa: F401  (1: task)
 
     raw = []
     for settings in consumers:  # 2: built unless one is idle already, then parked
-        consumer = clients.take_consumer(settings)
+        consumer = client_pool.take_consumer(settings)
         raw.append(consumer)
-        clients.return_consumer(settings, consumer)
-    clients.warm_producers(producers, [])
+        client_pool.return_consumer(settings, consumer)
+    client_pool.warm_producers(producers, [])
     for settings in producers.values():
-        producer = clients.take_producer(settings)
+        producer = client_pool.take_producer(settings)
         raw.append(getattr(producer, "raw", producer))
-        clients.return_producer(settings, producer)
+        client_pool.return_producer(settings, producer)
     deadline = time.monotonic() + CONNECT_TIMEOUT_S
     for client in raw:  # 3
         try:
