@@ -13,7 +13,7 @@ from typing import Iterable, Mapping
 from pyspark.sql.streaming import StreamingQuery
 
 from treedist.driver.link_state import LinkState
-from treedist.driver.query import RunningQuery, batch_in_flight
+from treedist.driver.query import RunningQuery
 from treedist.driver.running import Units
 
 

@@ -26,8 +26,8 @@ from treedist.topology.targets import TargetTable
 log = logging.getLogger(__name__)
 
 # How long after its sources are up (and, at start-up, its release) a query may take to plan
-# its first read before the next query is started or released anyway (`await_first_read`);
-# planning took ~1.5 s on 2 cores.
+# its first read before the next query is started or released anyway (`await_first_read`;
+# the planning time behind it is in docs/performance.md).
 FIRST_READ_WAIT_S = 4.0
 
 
