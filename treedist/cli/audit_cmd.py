@@ -124,15 +124,15 @@ def producer_config(deployment: Deployment, cluster: str) -> tuple[dict, str]:
     """
     required = {"acks": "all", "enable.idempotence": "true"}
     try:
+        from treedist.kafka.clients import SettingConflict
         from treedist.records.plan import producer_settings
-        from treedist.spark.errors import SparkOptionError
     except ImportError as err:
         conf = {**required, **deployment.clusters[cluster].client_config()}
         return conf, f"deployment client + acks=all, enable.idempotence=true (sink not importable: {err.name})"
     client = deployment.clusters[cluster].client_config()
     try:
         return producer_settings(client, deployment.distributor.delivery_timeout_ms), SINK_SOURCE
-    except SparkOptionError as err:
+    except SettingConflict as err:
         return {**required, **{k: str(v) for k, v in client.items()}}, f"deployment client, refused by the sink: {err}"
 
 

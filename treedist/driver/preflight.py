@@ -21,28 +21,27 @@ from pydantic import SecretStr
 
 from treedist.config import Deployment
 from treedist.kafka import TopicMissing, admin_client, partition_counts
+from treedist.kafka.clients import SettingConflict
 from treedist.kafka.reach import REACH_TIMEOUT_S, ClusterConnectFailed, check_reachable
 from treedist.kafka.settings_check import ClientSettingError, check_client_settings
 from treedist.records.plan import consumer_settings, producer_settings
 from treedist.records.transactions import (CHECK_LATER, EXACTLY_ONCE, REFUSALS, TransactionsUnsupported,
                                            clusters_to_probe, probe_transactions, transactions_verdict)
-from treedist.spark.errors import SparkOptionError
 
 E = TypeVar("E", bound=Exception)
 
 
 def check_clients(deployment: Deployment) -> None:
     """Build every cluster's consumer, producer and admin client with the distributors' own
-    settings and destroy them; raise ClientSettingError (or the plan's SparkOptionError for a
-    setting that contradicts replay safety) naming the cluster and the key. Credentials never
-    appear in the message."""
+    settings and destroy them; raise ClientSettingError naming the cluster and the key (a setting
+    that contradicts replay safety included). Credentials never appear in the message."""
     for name, cluster in deployment.clusters.items():
         client = cluster.client_config()
         secrets = [v.get_secret_value() for v in cluster.client.values() if isinstance(v, SecretStr)]
         user_keys = set(cluster.client)
         try:
             merged = {**consumer_settings(client), **producer_settings(client, deployment.distributor.delivery_timeout_ms)}
-        except SparkOptionError as err:
+        except SettingConflict as err:
             raise ClientSettingError(f"cluster {name!r}: clusters.{name}.client: {err}") from None
         # Not a librdkafka setting: confluent-kafka's own, which the sink turns into a bool.
         merged.pop("delivery.report.only.error", None)

@@ -138,6 +138,20 @@ def test_exactly_once_refuses_a_cluster_read_uncommitted_naming_it():
     check_clients(parse_deployment(spec, "<test>"))
 
 
+
+def test_a_client_setting_that_contradicts_replay_safety_is_refused_naming_cluster_and_key():
+    import pytest
+
+    from treedist.config import parse_deployment
+    from treedist.driver.preflight import check_clients
+    from treedist.kafka.settings_check import ClientSettingError
+    from treedist.local.deployment import local_deployment
+
+    spec = local_deployment({"a": "127.0.0.1:1", "b": "127.0.0.1:2"}, topics=["t"], checkpoint_location="/tmp/ck")
+    spec["clusters"]["a"]["client"] = {"acks": "1"}
+    with pytest.raises(ClientSettingError, match=r"cluster 'a': clusters\.a\.client: setting 'acks'='1'"):
+        check_clients(parse_deployment(spec, "<test>"))
+
 # -- which clusters a worker probes, and which answers mean "no transactions" --------------
 
 _CODES = st.sampled_from(sorted(REFUSALS | SETTLING) + [KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE,
