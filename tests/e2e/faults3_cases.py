@@ -37,6 +37,10 @@ def kafka_tool(main_class: str, *args: str) -> str:
     return proc.stdout
 
 
+def test_rolling_restart_of_the_target_loses_nothing_in_both_modes(three_broker_pair, modes):
+    run_case(modes, "rolling restart of the target", lambda: rolling_restart(three_broker_pair, "c2", tick=tick_all(modes)))
+
+
 def test_rolling_restart_of_the_source(three_broker_pair, modes):
     run_case(modes, "rolling restart of the source", lambda: rolling_restart(three_broker_pair, "c1", tick=tick_all(modes)))
 
