@@ -105,5 +105,11 @@ def _field_path(loc: tuple) -> str:
         elif item in ("list", "mapping") and i >= 1 and loc[i - 1] == "targets":
             continue  # the targets union's branch tag (a list of overrides, or a mapping)
         else:
-            parts.append(("." if parts else "") + str(item))
+            parts.append(("." if parts else "") + _printable(str(item)))
     return "".join(parts)
+
+
+def _printable(key: str) -> str:
+    """A key as the file spells it, control characters escaped: the error stays one line
+    (str.splitlines also breaks at \\x1c-\\x1e, \\x85 and \\u2028)."""
+    return key if key.isprintable() else key.encode("unicode_escape").decode("ascii")

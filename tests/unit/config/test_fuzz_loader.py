@@ -38,3 +38,16 @@ def test_any_file_content_is_a_deployment_or_a_config_error_naming_the_file(tmp_
         load_deployment(path)
     except ConfigError as err:
         assert str(err).startswith(f"{path}: ")
+
+
+def test_an_unknown_key_with_a_line_breaking_character_is_named_on_one_line():
+    # found by the fuzz run: str.splitlines breaks at \x1e, so the key's raw spelling split
+    # `treedist topology show`'s one-line error in two
+    import pytest
+
+    for key in ("\x1e", "a\nb", "x\u2028y"):
+        with pytest.raises(ConfigError) as err:
+            parse_deployment({key: None}, "deploy.yaml")
+        message = str(err.value)
+        assert len(message.splitlines()) == 1 and message.startswith("deploy.yaml: "), message
+        assert key.encode("unicode_escape").decode("ascii") in message
