@@ -7,23 +7,26 @@ one Spark session), each fed by its own producer on c1.
 - the target refusing writes: a `min.insync.replicas` above the replication factor shows as
   failed with its reason at once; `min.insync.replicas=3` with one node down (NOT_ENOUGH_REPLICAS)
   shows as waiting with that reason, as failed once it lasts the delivery timeout, in the
-  status snapshot (`treedist status --json`, the web view's /api/status) and in `treedist
-  status`; with the node back and the setting restored the link copies again, 0 missing.
+  status snapshot (`treedist status --json`, the web view's /api/status), in `treedist
+  status` and drawn on the web view's page; with the node back and the setting restored the link copies again, 0 missing.
 
 The other cases on three-broker clusters (the rolling restarts among them: over three minutes of
 waiting for nodes and ISRs) run in scripts/faults-3brokers (docs/faults.md)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from treedist.local.launcher import stop_pid
+from treedist.local.launcher import free_port, stop_pid
+from treedist.ops.serve import serve
 from treedist.ops.snapshot import StatusSource
 
 from tests.e2e.brokers3 import Mode, both_modes, restart_node, wait_isr_full
@@ -59,6 +62,23 @@ def _wait_link(source: StatusSource, mode: Mode, state: str, timeout: float = 18
         time.sleep(2)
 
 
+def _reasons_drawn(source: StatusSource) -> list[str]:
+    """The reasons the web view's page (served from `source`, loaded in Debian's chromium)
+    draws in its link table."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    assert chromium, "scripts/bootstrap installs Debian's chromium"
+    with ExitStack() as stack, sync_playwright() as pw:
+        url = serve(stack, source, metrics_port=None, ui_port=free_port())["web view"]
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        stack.callback(browser.close)
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#link-table td .reason", timeout=60_000)
+        return page.eval_on_selector_all("#link-table td .reason", "els => els.map(e => e.textContent)")
+
+
 def test_status_shows_a_target_that_refuses_writes_then_copying_resumes(three_broker_pair, modes):
     mode = next(m for m in modes if m.delivery == "at_least_once")
     c2 = three_broker_pair.bootstrap["c2"]
@@ -86,6 +106,9 @@ def test_status_shows_a_target_that_refuses_writes_then_copying_resumes(three_br
     # longer than the delivery timeout (20 s here): failed, with the reason
     link = _wait_link(source, mode, "failed", timeout=120)
     assert link["state"] == "failed" and "NOT_ENOUGH_REPLICAS" in (link["reason"] or ""), link
+    # ... and the web view draws it: the link's row in a real chromium carries the reason
+    drawn = _reasons_drawn(source)
+    assert any("NOT_ENOUGH_REPLICAS" in r and f"{mode.target}/{mode.topic}" in r for r in drawn), drawn
 
     # 3. the node back, the setting restored: the link copies again, nothing missing
     start = time.time()
