@@ -8,7 +8,8 @@ one Spark session), each fed by its own producer on c1.
   failed with its reason at once; `min.insync.replicas=3` with one node down (NOT_ENOUGH_REPLICAS)
   shows as waiting with that reason, as failed once it lasts the delivery timeout, in the
   status snapshot (`treedist status --json`, the web view's /api/status), in `treedist
-  status` and drawn on the web view's page; with the node back and the setting restored the link copies again, 0 missing.
+  status` and drawn on the web view's page; with the node back and the setting restored the
+  link copies again, 0 missing.
 
 The other cases on three-broker clusters (the rolling restarts among them: over three minutes of
 waiting for nodes and ISRs) run in scripts/faults-3brokers (docs/faults.md)."""
@@ -69,7 +70,7 @@ def _reasons_drawn(source: StatusSource) -> list[str]:
 
     chromium = shutil.which("chromium")
     assert chromium, "scripts/bootstrap installs Debian's chromium"
-    with ExitStack() as stack, sync_playwright() as pw:
+    with sync_playwright() as pw, ExitStack() as stack:  # the browser and server close before Playwright
         url = serve(stack, source, metrics_port=None, ui_port=free_port())["web view"]
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         stack.callback(browser.close)

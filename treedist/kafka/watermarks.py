@@ -9,6 +9,7 @@ cluster (or its bootstrap servers when no name is given).
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from typing import Callable, Iterable, Literal, Mapping, NamedTuple
 
@@ -29,12 +30,17 @@ _NO_TOPIC_IDS = (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE
 # epoch), as the broker answered. librdkafka's admin ListOffsets does not refresh its metadata
 # on these: after a Kafka broker's restart a long-lived AdminClient kept failing with
 # FENCED_LEADER_EPOCH until its periodic refresh (topic.metadata.refresh.interval.ms, 5 min);
-# a metadata request fixes it. Not on errors of a cluster that does not answer (_NOENT: no
-# leader known, during an outage): a refresh would only wait there.
+# a metadata request fixes it.
 _STALE_LEADER = (KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.NOT_LEADER_FOR_PARTITION,
                  KafkaError.LEADER_NOT_AVAILABLE)
 # The refresh is best effort and bounded: the broker answered a moment ago.
 _REFRESH_TIMEOUT_S = 5.0
+# No leader known (_NOENT): cached metadata from a moment the cluster had none, e.g. a refresh
+# made while its broker stopped. It stays until the periodic refresh unless asked again, so a
+# returned cluster read as leaderless for minutes; asked again at most this often, with a short
+# timeout, since during an outage the request only waits.
+_NO_LEADER_REFRESH_EVERY_S = 5.0
+_NO_LEADER_REFRESH_TIMEOUT_S = 1.0
 
 
 class TopicPartitionKey(NamedTuple):
@@ -76,6 +82,7 @@ class OffsetReader:
         # `admin`: a caller's own AdminClient of the same cluster (GroupClient), not one more
         self._admin = admin if admin is not None else clients.admin(client_config)
         self._retry = {"attempts": attempts, "first_backoff_s": first_backoff_s, "max_backoff_s": max_backoff_s}
+        self._no_leader_refresh_at = float("-inf")  # monotonic time of the last refresh for _NOENT
 
     def partitions(self, select: Callable[[str], bool]) -> list[TopicPartitionKey]:
         """All partitions of the topics `select` accepts, sorted. A topic whose metadata
@@ -134,6 +141,8 @@ class OffsetReader:
                         continue
                     if code in _STALE_LEADER:
                         self._refresh_metadata()  # so that the retry asks the leader of now
+                    elif code == KafkaError._NOENT:
+                        self._refresh_after_no_leader()
                     raise
                 out[TopicPartitionKey(tp.topic, tp.partition)] = offset
             return out
@@ -141,11 +150,17 @@ class OffsetReader:
         return with_retries(call, what=f"reading {what} of {len(wanted)} partitions on {self.where} failed",
                             error=ClusterUnreachable, **self._retry)
 
-    def _refresh_metadata(self) -> None:
+    def _refresh_after_no_leader(self) -> None:
+        """Ask for the cluster's metadata again, at most every _NO_LEADER_REFRESH_EVERY_S."""
+        if time.monotonic() - self._no_leader_refresh_at >= _NO_LEADER_REFRESH_EVERY_S:
+            self._no_leader_refresh_at = time.monotonic()
+            self._refresh_metadata(_NO_LEADER_REFRESH_TIMEOUT_S)
+
+    def _refresh_metadata(self, timeout_s: float = _REFRESH_TIMEOUT_S) -> None:
         """Fetch the cluster's metadata, which replaces the cached leaders and leader epochs
         (best effort: a cluster that does not answer fails the retry anyway)."""
         try:
-            self._admin.list_topics(timeout=min(self._timeout_s, _REFRESH_TIMEOUT_S))
+            self._admin.list_topics(timeout=min(self._timeout_s, timeout_s))
         except KafkaException:
             pass
 
