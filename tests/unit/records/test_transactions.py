@@ -138,7 +138,6 @@ def test_exactly_once_refuses_a_cluster_read_uncommitted_naming_it():
     check_clients(parse_deployment(spec, "<test>"))
 
 
-
 def test_a_client_setting_that_contradicts_replay_safety_is_refused_naming_cluster_and_key():
     import pytest
 
@@ -151,6 +150,7 @@ def test_a_client_setting_that_contradicts_replay_safety_is_refused_naming_clust
     spec["clusters"]["a"]["client"] = {"acks": "1"}
     with pytest.raises(ClientSettingError, match=r"cluster 'a': clusters\.a\.client: setting 'acks'='1'"):
         check_clients(parse_deployment(spec, "<test>"))
+
 
 # -- which clusters a worker probes, and which answers mean "no transactions" --------------
 
