@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -87,9 +88,18 @@ class RssSampler(Sampler):
             self.peak[host] = max(self.peak[host], self.bed.rss_bytes(host))
 
 
-def _get(url: str):
-    with urllib.request.urlopen(url, timeout=5) as answer:
-        return json.loads(answer.read())
+def _get(url: str, attempts: int = 4):
+    """GET a JSON answer from a Spark UI. The UI answers in its own threads and, with the
+    suite's load on two cores, sometimes takes longer than a read timeout: a timed-out or
+    refused read is tried again (bounded), the last error raised."""
+    for attempt in range(attempts):
+        try:
+            with urllib.request.urlopen(url, timeout=15) as answer:
+                return json.loads(answer.read())
+        except (TimeoutError, urllib.error.URLError, ConnectionError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(2)
 
 
 def _tail(path: str, chars: int = 3000) -> str:
@@ -301,6 +311,15 @@ def _active_on(bed, host: str) -> list[dict]:
     return [e for e in _executors(bed) if e["isActive"] and e["hostPort"].rsplit(":", 1)[0] == bed.address(host)]
 
 
+def _wait_active_on_both(bed, timeout_s: float = 60.0) -> None:
+    """Both workers' executors are active. The first copy can come from one executor while
+    the other is still registering, so this waits (bounded) instead of reading once."""
+    deadline = time.monotonic() + timeout_s
+    while not (_active_on(bed, "worker1") and _active_on(bed, "worker2")):
+        assert time.monotonic() < deadline, _executors(bed)
+        time.sleep(1)
+
+
 def test_the_link_to_a_worker_host_down_for_30_s_loses_nothing(netbed, tmp_path):
     """The worker1 host's link to the bridge goes down for 30 s mid-stream (its executor
     reaches neither the driver nor the brokers, nothing reaches it) and comes back: the
@@ -309,7 +328,7 @@ def test_the_link_to_a_worker_host_down_for_30_s_loses_nothing(netbed, tmp_path)
     config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost-link")
     driver, _ = _start_driver(bed, config, topic, bootstrap)
     try:
-        assert _active_on(bed, "worker1") and _active_on(bed, "worker2"), _executors(bed)
+        _wait_active_on_both(bed)
         producers = ProducersAtRate(bootstrap, topic, PARTITIONS, FAULT_RATE).start()
         time.sleep(5)
         bed.set_link("worker1", up=False)
@@ -334,7 +353,7 @@ def test_a_worker_host_killed_mid_stream_loses_nothing(netbed, tmp_path):
     config, deployment, topic, bootstrap = _deployment(bed, tmp_path, "treedist-multihost-kill")
     driver, _ = _start_driver(bed, config, topic, bootstrap)
     try:
-        assert _active_on(bed, "worker1") and _active_on(bed, "worker2"), _executors(bed)
+        _wait_active_on_both(bed)
         producers = ProducersAtRate(bootstrap, topic, PARTITIONS, FAULT_RATE).start()
         time.sleep(5)
         survivor_tasks = _active_on(bed, "worker2")[0]["totalTasks"]
