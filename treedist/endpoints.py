@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
 REALM = "treedist"
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+GRACEFUL_STOP_S = 3  # seconds a stopping server waits for open connections (uvicorn_options)
 
 
 class EndpointError(TreedistError):
@@ -158,10 +159,15 @@ class Exposure:
         return f"{self.scheme}://{host}:{port}{path}"
 
     def uvicorn_options(self) -> dict[str, Any]:
-        """uvicorn.Config's TLS arguments (none for plain HTTP)."""
+        """uvicorn.Config's TLS arguments (none for plain HTTP) and the bound on a graceful stop.
+
+        The bound: an idle keep-alive TLS connection holds a stop for asyncio's SSL shutdown
+        timeout (30 s, waiting for the peer's close_notify), as long as Kubernetes' default
+        grace period; past GRACEFUL_STOP_S uvicorn closes what is left."""
         if not self.tls:
-            return {}
-        return {"ssl_certfile": str(self.tls_cert), "ssl_keyfile": str(self.tls_key)}
+            return {"timeout_graceful_shutdown": GRACEFUL_STOP_S}
+        return {"ssl_certfile": str(self.tls_cert), "ssl_keyfile": str(self.tls_key),
+                "timeout_graceful_shutdown": GRACEFUL_STOP_S}
 
     def wrap(self, app: ASGIApp, **guard: Any) -> ASGIApp:
         """`app` behind the basic-auth guard when auth is set (`guard`: BasicAuthGuard's body

@@ -221,10 +221,11 @@ class Copying:
             self.produced += self.producer.stop()
             self.producer = None
 
-    def measured(self, case: str, report, fault_start: float, fault_end: float) -> CaseFigures:
-        """The case's figures from a verify report of the copy and the probe's samples, recorded."""
+    def measured(self, case: str, report, fault_start: float, fault_end: float, deleted: int = 0) -> CaseFigures:
+        """The case's figures from a verify report of the copy and the probe's samples, recorded.
+        `deleted`: copies an operator deleted with the target's topic, not counted as missing."""
         worst, steady, back = latency_figures(self.probe.samples, fault_start, fault_end)
-        figures = CaseFigures(case, self.delivery, report.expected, sum(c.missing for c in report.clusters),
+        figures = CaseFigures(case, self.delivery, report.expected, sum(c.missing for c in report.clusters) - deleted,
                               sum(c.duplicated for c in report.clusters),
                               sum(c.order_violations for c in report.clusters), worst, steady, back,
                               round(fault_end - fault_start, 1),

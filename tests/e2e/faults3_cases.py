@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections import Counter
 
 import pytest
@@ -18,8 +19,9 @@ from confluent_kafka import ElectionType
 
 from treedist.local.kafka_dist import classpath, java
 
-from tests.e2e.brokers3 import (PARTITIONS, both_modes, pause, restart_node, rolling_restart, run_case, tick_all,
-                                wait_isr_full)
+from tests.e2e.brokers3 import (PARTITIONS, HopProbe, both_modes, pause, restart_node, rolling_restart, run_case,
+                                tick_all, wait_isr_full)
+from tests.e2e.workload import create_topic_everywhere, wait_for_counts, wait_until_complete
 
 pytestmark = pytest.mark.e2e
 
@@ -130,3 +132,88 @@ def test_the_transaction_coordinator_broker_killed(three_broker_pair, modes):
 
     run_case(modes, "the transaction coordinator's broker (target) SIGKILLed, back after 30 s", fault)
     assert killed and PARTITIONS
+
+
+def _wait_noticed(mode, admin: AdminClient, tick, timeout: float = 300) -> str:
+    """Until the deleted topic is noticed: one of the mode's links waits for it, or treedist's
+    topic sync (on in these deployments) created it again on the target. Says which."""
+    waiting = f"{mode.target}/{mode.topic}"
+    deadline = time.monotonic() + timeout
+    while True:
+        if any(s["waiting_on"] == [waiting] for s in mode.app.link_states().values()):
+            return "a link waited for it"
+        if mode.topic in admin.list_topics(timeout=10).topics:
+            return "topic sync created it again"
+        assert time.monotonic() < deadline, f"no link waits for {waiting}: {mode.app.link_states()}"
+        pause(0.5, tick)
+
+
+def test_a_target_topic_deleted_and_created_again_while_copying(three_broker_pair, modes):
+    """Each mode's topic deleted on the target (c2) while its link copies, records produced
+    while it is gone, then the topic created again with the same name (a new topic ID; RF 3,
+    min.insync.replicas 2 from the brokers' defaults) once the link waits for it, and records
+    produced after (by hand, or by treedist's topic sync where it is first). The copies the deleted topic held go with it (the operator's act: exactly
+    those are missing on c2, counted by stopping the producers until the target holds every
+    record before the delete); everything produced after reaches the new topic: in order, and
+    once in exactly_once. The probe is started again on the new topic (an assignment does not
+    survive its deletion)."""
+    tick = tick_all(modes)
+    for mode in modes:
+        mode.produce()
+    deadline = time.monotonic() + 180
+    while not all(mode.caught_up() for mode in modes) and time.monotonic() < deadline:
+        pause(1, tick)
+    pause(15, tick)
+    for mode in modes:
+        mode.stop_producing()
+    for mode in modes:
+        wait_for_counts({mode.target: mode.bootstrap[mode.target]}, mode.topic, mode.produced, 300, mode.app.check)
+        report = wait_until_complete(mode.deployment, mode.topic, timeout=300, check=mode.app.check)
+        assert all(c.missing == 0 for c in report.clusters), report.as_dict()
+    held = {mode.delivery: mode.produced for mode in modes}  # everything so far is on c2: the deleted copies
+    start = time.time()
+    admin = AdminClient({"bootstrap.servers": three_broker_pair.bootstrap["c2"]})
+    for mode in modes:
+        mode.probe.stop()
+    for future in admin.delete_topics([mode.topic for mode in modes]).values():
+        future.result(60)
+    for mode in modes:
+        mode.produce()  # records flow while the target's topic is gone
+    for mode in modes:
+        print(f"{mode.delivery}: the deleted topic noticed, {_wait_noticed(mode, admin, tick)}")
+    pause(5, tick)
+    for mode in modes:  # created by hand where topic sync has not yet (ensure: an existing one stays)
+        create_topic_everywhere({mode.target: mode.bootstrap[mode.target]}, mode.topic, PARTITIONS)
+        samples = mode.probe.samples
+        mode.probe = HopProbe(mode.bootstrap[mode.target], mode.topic, PARTITIONS).start()
+        mode.probe.samples[:0] = samples
+    end = time.time()
+    pause(10, tick)
+    for mode in modes:
+        mode.stop_producing()
+    for mode in modes:
+        report = _wait_target_missing(mode, held[mode.delivery], 420, mode.app.check)
+        figures = mode.measured("a target topic deleted and created again", report, start, end,
+                                deleted=held[mode.delivery])
+        target = next(c for c in report.clusters if c.cluster == mode.target)
+        assert target.missing == held[mode.delivery], report.as_dict()
+        assert target.records - target.duplicated == mode.produced - held[mode.delivery], report.as_dict()
+        assert figures.missing == 0 and figures.order_violations == 0, figures
+        assert (target.unexpected, target.mismatched) == (0, 0), report.as_dict()
+        if mode.delivery == "exactly_once":
+            assert figures.duplicated == 0, figures
+        assert not mode.app.failed(), mode.app.link_states()
+
+
+def _wait_target_missing(mode, deleted: int, timeout: float, check):
+    """Verify reports until the target misses only the `deleted` copies (or the timeout)."""
+    from treedist.verify import verify_topic
+
+    deadline = time.monotonic() + timeout
+    while True:
+        check()
+        report = verify_topic(mode.deployment, mode.topic)
+        by = {c.cluster: c for c in report.clusters}
+        if by[mode.target].missing <= deleted or time.monotonic() > deadline:
+            return report
+        time.sleep(2)

@@ -8,7 +8,7 @@ import base64
 import pytest
 from hypothesis import given, strategies as st
 
-from treedist.endpoints import BasicAuth, EndpointError, Exposure, from_flags, is_loopback, parse_basic
+from treedist.endpoints import BasicAuth, EndpointError, Exposure, GRACEFUL_STOP_S, from_flags, is_loopback, parse_basic
 from treedist.local.secured import make_broker_cert, make_ca
 
 
@@ -97,7 +97,7 @@ def test_tls_files_are_loaded_at_once_and_a_bad_pair_is_named(tmp_path):
     cert, key = make_broker_cert(tmp_path / "server", ca_cert, ca_key)
     exposure = from_flags(tls_cert=cert, tls_key=key)
     assert exposure.scheme == "https" and exposure.url(8443, "/metrics") == "https://127.0.0.1:8443/metrics"
-    assert exposure.uvicorn_options() == {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
+    assert exposure.uvicorn_options() == {"ssl_certfile": str(cert), "ssl_keyfile": str(key), "timeout_graceful_shutdown": GRACEFUL_STOP_S}
     with pytest.raises(EndpointError, match=r"^--tls-cert .* / --tls-key .*: cannot load the certificate and key"):
         from_flags(tls_cert=cert, tls_key=ca_key)  # a key that is not the certificate's
     with pytest.raises(EndpointError, match="cannot load the certificate and key: No such file"):
