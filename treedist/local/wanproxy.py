@@ -231,10 +231,12 @@ class WanProxy:
             self._proc.wait(10)
 
 
-def _wan_props(host: str, port: int, wan_port: int, controller_port: int, advertised_wan: str) -> dict[str, str]:
-    """A broker's listeners: EXTERNAL (its own data centre), WAN (advertised as the proxy), CONTROLLER."""
+def _wan_props(host: str, port: int, wan_port: int, controller_port: int, advertised_wan: str,
+               wan_host: str | None = None) -> dict[str, str]:
+    """A broker's listeners: EXTERNAL (its own data centre), WAN (advertised as the proxy; bound
+    on `wan_host` where the proxy reaches it, by default `host`), CONTROLLER."""
     return {
-        "listeners": f"EXTERNAL://{host}:{port},WAN://{host}:{wan_port},CONTROLLER://{host}:{controller_port}",
+        "listeners": f"EXTERNAL://{host}:{port},WAN://{wan_host or host}:{wan_port},CONTROLLER://{host}:{controller_port}",
         "advertised.listeners": f"EXTERNAL://{host}:{port},WAN://{advertised_wan}",
         "listener.security.protocol.map": "EXTERNAL:PLAINTEXT,WAN:PLAINTEXT,CONTROLLER:PLAINTEXT",
     }
@@ -249,11 +251,16 @@ class TwoDataCentres:
     proxied: dict[str, str]  # cluster -> the proxy's address for it (the other data centre)
     clusters: object  # LocalClusters
     proxy: WanProxy
+    link: object | None = None  # a WanLink (treedist.local.wanlink): the proxy in a namespace of its own
 
     @classmethod
     def start(cls, base_dir: str | Path, dcs: dict[str, list[str]], delay_ms: float = DEFAULT_DELAY_MS,
-              rate_bytes: float | None = None, window: int = DEFAULT_WINDOW, host: str = HOST) -> "TwoDataCentres":
-        """Steps 1-4 of the module's docstring."""
+              rate_bytes: float | None = None, window: int = DEFAULT_WINDOW, host: str = HOST,
+              link=None) -> "TwoDataCentres":
+        """Steps 1-4 of the module's docstring. With `link` (a WanLink that is up), the proxy runs
+        in the link's namespace and listens on its address, the brokers' WAN listeners bind on
+        the machine's end of it: every byte between the data centres crosses the link, which
+        can then be cut or capped (`link.cut()`, `link.limit()`). Stopping them takes the link down."""
         from concurrent.futures import ThreadPoolExecutor
 
         from treedist.local.local_clusters import LocalClusters
@@ -267,15 +274,17 @@ class TwoDataCentres:
         proxy = None
         try:
             with ThreadPoolExecutor(max_workers=len(names)) as pool:  # step 2: storage formats in parallel
+                proxy_host, wan_host = (link.inside, link.outside) if link is not None else (host, host)
                 futures = {c: pool.submit(start_broker, c, base, p["port"], "kafka", p["controller"],
                                           {"extra_props": _wan_props(host, p["port"], p["wan"], p["controller"],
-                                                                     f"{host}:{p['proxy']}")}, host)
+                                                                     f"{proxy_host}:{p['proxy']}", wan_host)}, host)
                            for c, p in ports.items()}
                 for c, future in futures.items():
                     brokers[c] = future.result()
-                proxy = WanProxy.start([Route(f"{host}:{p['proxy']}", f"{host}:{p['wan']}") for p in ports.values()],
-                                       base / "wanproxy.log", delay_ms, rate_bytes, window)  # step 3
-                proxied = {c: f"{host}:{p['proxy']}" for c, p in ports.items()}
+                proxy = WanProxy.start([Route(f"{proxy_host}:{p['proxy']}", f"{wan_host}:{p['wan']}")
+                                        for p in ports.values()], base / "wanproxy.log", delay_ms, rate_bytes, window,
+                                       prefix=link.exec_prefix() if link is not None else None)  # step 3
+                proxied = {c: f"{proxy_host}:{p['proxy']}" for c, p in ports.items()}
                 list(pool.map(lambda b: wait_ready(b), brokers.values()))  # step 4
                 list(pool.map(lambda c: _answers(c, proxied[c]), names))
         except BaseException:
@@ -288,7 +297,7 @@ class TwoDataCentres:
         direct = {c: b.bootstrap for c, b in brokers.items()}
         state = {"dcs": dcs, "direct": direct, "proxied": proxied, "proxy": {"pid": proxy.pid, **proxy.settings()}}
         (base / "wan.json").write_text(json.dumps(state, indent=2))
-        return cls(dcs, direct, proxied, clusters, proxy)
+        return cls(dcs, direct, proxied, clusters, proxy, link)
 
     def dc_of(self, cluster: str) -> str:
         return next(dc for dc, members in self.dcs.items() if cluster in members)
@@ -302,6 +311,8 @@ class TwoDataCentres:
     def stop(self) -> None:
         self.proxy.stop()
         self.clusters.stop()
+        if self.link is not None:
+            self.link.down()
 
 
 def _answers(cluster: str, bootstrap: str, timeout: float = 60.0) -> None:
