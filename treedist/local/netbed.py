@@ -103,6 +103,17 @@ def _tc(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return _run("tc", args, check)
 
 
+def set_rate(where: list[str], dev: str, rate_mbit: float | None) -> None:
+    """Cap device `dev` (in the namespace `where` names: [] or ["-n", ns]) at `rate_mbit` with a
+    root tbf, or remove the cap (None)."""
+    if rate_mbit is None:
+        _tc(*where, "qdisc", "del", "dev", dev, "root", check=False)
+    else:  # burst: at least rate/HZ (one timer tick's worth), or tbf cannot reach the rate
+        burst = max(64 * 1024, int(rate_mbit * 1e6 / 8 / 100))
+        _tc(*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_mbit}mbit",
+            "burst", str(burst), "latency", "200ms")
+
+
 def _run(tool: str, args, check: bool) -> subprocess.CompletedProcess:
     proc = subprocess.run([tool, *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S)
     if check and proc.returncode != 0:
@@ -301,13 +312,7 @@ class NetBed:
         (treedist.local.wanproxy; `WanProxy.start(..., prefix=["ip", "netns", "exec", ns])`
         runs it inside a host)."""
         for where in ([], ["-n", self.ns(host)]):
-            dev = self.ns(host) if not where else "eth0"
-            if rate_mbit is None:
-                _tc(*where, "qdisc", "del", "dev", dev, "root", check=False)
-            else:  # burst: at least rate/HZ (one timer tick's worth), or tbf cannot reach the rate
-                burst = max(64 * 1024, int(rate_mbit * 1e6 / 8 / 100))
-                _tc(*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_mbit}mbit",
-                    "burst", str(burst), "latency", "200ms")
+            set_rate(where, self.ns(host) if not where else "eth0", rate_mbit)
 
     def _kafka(self, clusters: list[str]) -> None:
         """Run `kafka-up` inside the kafka host: the launcher's free ports, binds and readiness

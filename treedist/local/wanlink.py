@@ -24,7 +24,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from treedist.local.netbed import NetBedError, _ip, _tc, netns_unavailable, teardown_prefix
+from treedist.local.netbed import NetBedError, _ip, netns_unavailable, set_rate, teardown_prefix
 
 DEFAULT_PREFIX = "tdwl"
 DEFAULT_SUBNET = "10.78.0.0/30"
@@ -83,12 +83,7 @@ class WanLink:
     def limit(self, rate_mbit: float | None) -> None:
         """Cap the link at `rate_mbit` each way (tbf on both ends), or lift the cap (None)."""
         for where, dev in (([], self.name), (["-n", self.name], "eth0")):
-            if rate_mbit is None:
-                _tc(*where, "qdisc", "del", "dev", dev, "root", check=False)
-            else:  # burst: at least rate/HZ (one timer tick's worth), or tbf cannot reach the rate
-                burst = max(64 * 1024, int(rate_mbit * 1e6 / 8 / 100))
-                _tc(*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_mbit}mbit",
-                    "burst", str(burst), "latency", "200ms")
+            set_rate(where, dev, rate_mbit)
 
     def down(self) -> None:
         """The namespace (and whatever still runs in it), the veth pair and the blackhole route removed."""
