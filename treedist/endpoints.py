@@ -164,10 +164,10 @@ class Exposure:
         The bound: an idle keep-alive TLS connection holds a stop for asyncio's SSL shutdown
         timeout (30 s, waiting for the peer's close_notify), as long as Kubernetes' default
         grace period; past GRACEFUL_STOP_S uvicorn closes what is left."""
-        if not self.tls:
-            return {"timeout_graceful_shutdown": GRACEFUL_STOP_S}
-        return {"ssl_certfile": str(self.tls_cert), "ssl_keyfile": str(self.tls_key),
-                "timeout_graceful_shutdown": GRACEFUL_STOP_S}
+        options: dict[str, Any] = {"timeout_graceful_shutdown": GRACEFUL_STOP_S}
+        if self.tls:
+            options.update(ssl_certfile=str(self.tls_cert), ssl_keyfile=str(self.tls_key))
+        return options
 
     def wrap(self, app: ASGIApp, **guard: Any) -> ASGIApp:
         """`app` behind the basic-auth guard when auth is set (`guard`: BasicAuthGuard's body

@@ -125,11 +125,16 @@ class CaseFigures:
     per_cluster: dict = field(default_factory=dict)
 
     def record(self) -> None:
-        print("fault figures: " + json.dumps(asdict(self)))
-        path = os.environ.get(RESULTS_ENV)
-        if path:
-            with open(path, "a") as out:
-                out.write(json.dumps(asdict(self)) + "\n")
+        record_figures("fault figures", asdict(self))
+
+
+def record_figures(label: str, figures: dict) -> None:
+    """Print a case's figures and append them to the results file (RESULTS_ENV), if one is set."""
+    print(f"{label}: " + json.dumps(figures))
+    path = os.environ.get(RESULTS_ENV)
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps(figures) + "\n")
 
 
 def latency_figures(samples: list[tuple[float, float]], fault_start: float, fault_end: float) -> tuple[float, float, float]:
@@ -296,18 +301,24 @@ def pause(seconds: float, tick=lambda: None) -> None:
         time.sleep(min(1.0, max(0.0, until - time.monotonic())))
 
 
-def run_case(modes: list[Copying], case: str, fault, baseline_s: float = 15, settle_s: float = 10) -> list[CaseFigures]:
-    """Every copy (both modes, or MirrorMaker 2's) at RATE: until they copy as it comes (at most
-    180 s), `baseline_s` of steady copying, `fault()` (its span is the fault's), `settle_s`
-    more, then the producers stop and each is verified and measured: 0 missing and 0 order
-    violations in all, 0 duplicated in exactly_once, no copier failed."""
-    tick = tick_all(modes)
+def copy_steadily(modes: list[Copying], tick, baseline_s: float) -> None:
+    """Every copy's producer started at RATE; until each copies as it comes (at most 180 s),
+    then `baseline_s` of steady copying."""
     for mode in modes:
         mode.produce()
     deadline = time.monotonic() + 180  # on a loaded machine the steady latency may stay above 3 s
     while not all(mode.caught_up() for mode in modes) and time.monotonic() < deadline:
         pause(1, tick)
     pause(baseline_s, tick)
+
+
+def run_case(modes: list[Copying], case: str, fault, baseline_s: float = 15, settle_s: float = 10) -> list[CaseFigures]:
+    """Every copy (both modes, or MirrorMaker 2's) at RATE: until they copy as it comes (at most
+    180 s), `baseline_s` of steady copying, `fault()` (its span is the fault's), `settle_s`
+    more, then the producers stop and each is verified and measured: 0 missing and 0 order
+    violations in all, 0 duplicated in exactly_once, no copier failed."""
+    tick = tick_all(modes)
+    copy_steadily(modes, tick, baseline_s)
     start = time.time()
     fault()
     end = time.time()

@@ -19,8 +19,8 @@ from confluent_kafka import ElectionType
 
 from treedist.local.kafka_dist import classpath, java
 
-from tests.e2e.brokers3 import (PARTITIONS, HopProbe, both_modes, pause, restart_node, rolling_restart, run_case,
-                                tick_all, wait_isr_full)
+from tests.e2e.brokers3 import (PARTITIONS, HopProbe, both_modes, copy_steadily, pause, restart_node,
+                                rolling_restart, run_case, tick_all, wait_isr_full)
 from tests.e2e.workload import create_topic_everywhere, wait_for_counts, wait_until_complete
 
 pytestmark = pytest.mark.e2e
@@ -148,22 +148,22 @@ def _wait_noticed(mode, admin: AdminClient, tick, timeout: float = 300) -> str:
         pause(0.5, tick)
 
 
+def _target(report, mode):
+    """The mode's target cluster in a verify report."""
+    return next(c for c in report.clusters if c.cluster == mode.target)
+
+
 def test_a_target_topic_deleted_and_created_again_while_copying(three_broker_pair, modes):
     """Each mode's topic deleted on the target (c2) while its link copies, records produced
     while it is gone, then the topic created again with the same name (a new topic ID; RF 3,
-    min.insync.replicas 2 from the brokers' defaults) once the link waits for it, and records
-    produced after (by hand, or by treedist's topic sync where it is first). The copies the deleted topic held go with it (the operator's act: exactly
-    those are missing on c2, counted by stopping the producers until the target holds every
-    record before the delete); everything produced after reaches the new topic: in order, and
-    once in exactly_once. The probe is started again on the new topic (an assignment does not
-    survive its deletion)."""
+    min.insync.replicas 2 from the brokers' defaults: by hand, or by treedist's topic sync
+    where it is first), and records produced after. The copies the deleted topic held go with
+    it (the operator's act: exactly those are missing on c2, counted by stopping the producers
+    until the target holds every record before the delete); everything produced after reaches
+    the new topic: in order, and once in exactly_once. The probe is started again on the new
+    topic (an assignment does not survive its deletion)."""
     tick = tick_all(modes)
-    for mode in modes:
-        mode.produce()
-    deadline = time.monotonic() + 180
-    while not all(mode.caught_up() for mode in modes) and time.monotonic() < deadline:
-        pause(1, tick)
-    pause(15, tick)
+    copy_steadily(modes, tick, baseline_s=15)
     for mode in modes:
         mode.stop_producing()
     for mode in modes:
@@ -192,10 +192,11 @@ def test_a_target_topic_deleted_and_created_again_while_copying(three_broker_pai
     for mode in modes:
         mode.stop_producing()
     for mode in modes:
-        report = _wait_target_missing(mode, held[mode.delivery], 420, mode.app.check)
+        report = wait_until_complete(mode.deployment, mode.topic, 420, mode.app.check,
+                                     done=lambda r, m=mode: _target(r, m).missing <= held[m.delivery])
         figures = mode.measured("a target topic deleted and created again", report, start, end,
                                 deleted=held[mode.delivery])
-        target = next(c for c in report.clusters if c.cluster == mode.target)
+        target = _target(report, mode)
         assert target.missing == held[mode.delivery], report.as_dict()
         assert target.records - target.duplicated == mode.produced - held[mode.delivery], report.as_dict()
         assert figures.missing == 0 and figures.order_violations == 0, figures
@@ -203,17 +204,3 @@ def test_a_target_topic_deleted_and_created_again_while_copying(three_broker_pai
         if mode.delivery == "exactly_once":
             assert figures.duplicated == 0, figures
         assert not mode.app.failed(), mode.app.link_states()
-
-
-def _wait_target_missing(mode, deleted: int, timeout: float, check):
-    """Verify reports until the target misses only the `deleted` copies (or the timeout)."""
-    from treedist.verify import verify_topic
-
-    deadline = time.monotonic() + timeout
-    while True:
-        check()
-        report = verify_topic(mode.deployment, mode.topic)
-        by = {c.cluster: c for c in report.clusters}
-        if by[mode.target].missing <= deleted or time.monotonic() > deadline:
-            return report
-        time.sleep(2)

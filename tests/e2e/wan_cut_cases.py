@@ -17,7 +17,6 @@ the link's return (the cap's lift) until every cluster holds every record."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -32,12 +31,12 @@ from treedist.local.deployment import local_deployment
 
 from tests.e2e.test_multihost import (CLUSTERS, PARTITIONS, TREEDIST, WAN_BOOTSTRAP_ENV, WAN_DCS, _placed_by_dc,
                                       _tail)
+from tests.e2e.brokers3 import pause, record_figures
 from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, wait_until_complete
 
 pytestmark = pytest.mark.e2e
 RATE = float(os.environ.get("TREEDIST_FAULTS_RATE", "100"))  # records/s on each of c1 and c3
 CUT_S, CAP_S, CAP_MBIT = 60.0, 60.0, 0.5
-RESULTS_ENV = "TREEDIST_FAULTS_RESULTS"
 
 
 @pytest.mark.parametrize("delivery", ["at_least_once", "exactly_once"])
@@ -88,30 +87,24 @@ def test_the_link_between_data_centres_cut_for_60_s_then_capped(etcd, tmp_path, 
             for name, worker in pool.workers.items():
                 assert worker.alive(), f"{name} exited: {_tail(str(worker.output))} {_tail(str(worker.log_file))}"
 
-        def pause(seconds: float) -> None:
-            until = time.monotonic() + seconds
-            while time.monotonic() < until:
-                alive()
-                time.sleep(min(1.0, max(0.0, until - time.monotonic())))
-
         deadline = time.monotonic() + 300
         while not _placed_by_dc(control_snapshot(client, keys)):
             assert time.monotonic() < deadline, f"units not placed by data centre: {control_snapshot(client, keys)}"
-            pause(1)
+            pause(1, alive)
         producers = ProducersAtRate({c: wan.direct[c] for c in ("c1", "c3")}, topic, PARTITIONS, RATE).start()
         try:
             deadline = time.monotonic() + 300  # every cluster receives: the links run, both ways
             while not all(n > 0 for n in counts().values()):
                 assert time.monotonic() < deadline, f"no copies everywhere after 300 s: {counts()}"
-                pause(1)
-            pause(20)
+                pause(1, alive)
+            pause(20, alive)
 
             link.cut()
             cut_at = time.monotonic()
             try:
-                pause(10)  # past the first timeouts: what follows is the cut's steady state
+                pause(10, alive)  # past the first timeouts: what follows is the cut's steady state
                 local_from = counts()
-                pause(CUT_S - 10)
+                pause(CUT_S - 10, alive)
                 local_to = counts()
             finally:
                 link.cut(False)
@@ -122,16 +115,16 @@ def test_the_link_between_data_centres_cut_for_60_s_then_capped(etcd, tmp_path, 
             figures["counts_at_cut_end"] = local_to
             # checked at the end, after the rest of the case has been measured
             figures["local_copies_went_on"] = figures["during_cut"]["c2"] > 0 and figures["during_cut"]["c4"] > 0
-            figures["after_cut"] = _caught_up(counts, producers, restored_at, pause)
+            figures["after_cut"] = _caught_up(counts, producers, restored_at, alive)
 
             link.limit(CAP_MBIT)
             capped_at = time.monotonic()
             try:
-                pause(CAP_S)
+                pause(CAP_S, alive)
                 figures["at_cap_end"] = counts()
             finally:
                 link.limit(None)
-            figures["after_cap"] = _caught_up(counts, producers, time.monotonic(), pause)
+            figures["after_cap"] = _caught_up(counts, producers, time.monotonic(), alive)
             figures["cap_actual_s"] = round(time.monotonic() - capped_at, 1)
         finally:
             total = producers.stop()
@@ -139,8 +132,7 @@ def test_the_link_between_data_centres_cut_for_60_s_then_capped(etcd, tmp_path, 
         figures["records_produced"] = total
         figures["per_cluster"] = {c.cluster: {"records": c.records, "missing": c.missing, "duplicated": c.duplicated,
                                               "order_violations": c.order_violations} for c in report.clusters}
-        _record(figures)
-        assert figures["local_copies_went_on"], f"c2 or c4 received nothing during the cut: {figures['during_cut']}"
+        record_figures("wan figures", figures)
         assert all((c.missing, c.unexpected) == (0, 0) for c in report.clusters), report.as_dict()
         assert _placed_by_dc(control_snapshot(client, keys)), control_snapshot(client, keys)  # no unit moved
         assert all(code == 0 for code in pool.stop_all(grace_s=60).values()), \
@@ -149,13 +141,14 @@ def test_the_link_between_data_centres_cut_for_60_s_then_capped(etcd, tmp_path, 
                                 + (["--strict"] if delivery == "exactly_once" else []),
                                 capture_output=True, text=True, timeout=300)
         assert verify.returncode == 0, verify.stdout + verify.stderr
+        assert figures["local_copies_went_on"], f"c2 or c4 received nothing during the cut: {figures['during_cut']}"
     finally:
         pool.stop_all(grace_s=60)
         client.close()
         wan.stop()
 
 
-def _caught_up(counts, producers: ProducersAtRate, since: float, pause, timeout: float = 300) -> dict:
+def _caught_up(counts, producers: ProducersAtRate, since: float, tick, timeout: float = 300) -> dict:
     """Until every cluster holds at least as many records as c1 and c3 had acknowledged at
     `since` (what was produced until the link came back), sampled every second: the seconds from
     `since` (None after `timeout`) and the counts then. Watermarks: a lower bound of the wait in
@@ -168,12 +161,4 @@ def _caught_up(counts, producers: ProducersAtRate, since: float, pause, timeout:
             return {"seconds": round(time.monotonic() - since, 1), "produced_then": produced, "counts": now}
         if time.monotonic() > deadline:
             return {"seconds": None, "produced_then": produced, "counts": now}
-        pause(1)
-
-
-def _record(figures: dict) -> None:
-    print("wan figures: " + json.dumps(figures))
-    path = os.environ.get(RESULTS_ENV)
-    if path:
-        with open(path, "a") as out:
-            out.write(json.dumps(figures) + "\n")
+        pause(1, tick)

@@ -126,9 +126,11 @@ def produce_malformed_flags(servers: str, topic: str, count: int, header: str = 
     return count
 
 
-def wait_until_complete(deployment, topic: str, timeout: float, check=lambda: None):
+def wait_until_complete(deployment, topic: str, timeout: float, check=lambda: None, done=None):
     """Poll verify until no cluster misses any record (or the timeout); return the last report.
-    `check` runs before each poll and may raise (e.g. when the application has died).
+    `check` runs before each poll and may raise (e.g. when the application has died). `done`
+    (a report -> bool) replaces "no cluster misses any record" where some records are gone
+    on purpose.
 
     Counts alone cannot tell: after a crash, replayed duplicates can bring a cluster to the
     expected count while copies are still pending.
@@ -139,7 +141,8 @@ def wait_until_complete(deployment, topic: str, timeout: float, check=lambda: No
     while True:
         check()
         report = verify_topic(deployment, topic)
-        if all(c.missing == 0 for c in report.clusters) or time.monotonic() > deadline:
+        complete = done(report) if done is not None else all(c.missing == 0 for c in report.clusters)
+        if complete or time.monotonic() > deadline:
             return report
         time.sleep(2)
 

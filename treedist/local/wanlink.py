@@ -53,7 +53,7 @@ class WanLink:
         return ["ip", "netns", "exec", self.name]
 
     def up(self) -> "WanLink":
-        """Steps 1-2 of the module's docstring."""
+        """Steps 1-3 of the module's docstring."""
         reason = netns_unavailable()
         if reason:
             raise NetBedError(reason)
