@@ -102,6 +102,8 @@ def test_a_target_broker_sigkilled_and_restarted_no_loss_no_duplicates(spark, un
             c4 = clusters.brokers["c4"]
             os.killpg(c4.pid, signal.SIGKILL)  # its own process group (start_new_session): the JVM
             killed_at = time.monotonic()
+            # The distributors copying to c4 are held; the others of their queries go on.
+            _wait_for_held_and_copying(app, "c4", timeout=60)
             while time.monotonic() - killed_at < 15:
                 app.check()
                 time.sleep(1)
@@ -124,6 +126,25 @@ def test_a_target_broker_sigkilled_and_restarted_no_loss_no_duplicates(spark, un
             app.stop()
     finally:
         clusters.stop()
+
+
+def _wait_for_held_and_copying(app: DistributionApp, lost: str, timeout: float) -> None:
+    """Supervise `app` until every distributor copying to `lost` is held (waiting on it) and
+    every distributor of another source copying elsewhere copied at least 50 records since."""
+    deadline = time.monotonic() + timeout
+    since: dict[str, int] | None = None
+    rows: list[dict] = []
+    while time.monotonic() < deadline:
+        app.check()
+        rows = [r for r in app.progress() if not r["distributor"].startswith(f"{lost}-")]
+        held = all(r["state"] == "waiting" and r["waiting_on"] == [lost] for r in rows if r["target"] == lost)
+        copying = {r["distributor"]: r["copied"] for r in rows if r["target"] != lost}
+        if held and since is None:
+            since = copying
+        if since is not None and all(copying[d] - since[d] >= 50 for d in copying):
+            return
+        time.sleep(1)
+    raise AssertionError(f"with {lost} down, not every distributor to it held and every other copying: {rows}")
 
 
 def test_a_topic_deleted_on_a_target_and_created_again_no_duplicates(spark, unique_topic, tmp_path):

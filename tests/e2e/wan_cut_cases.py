@@ -36,7 +36,7 @@ from tests.e2e.workload import ProducersAtRate, create_topic_everywhere, wait_un
 
 pytestmark = pytest.mark.e2e
 RATE = float(os.environ.get("TREEDIST_FAULTS_RATE", "100"))  # records/s on each of c1 and c3
-CUT_S, CAP_S, CAP_MBIT = 60.0, 60.0, 0.5
+CUT_S, CAP_S, CAP_MBIT = 60.0, 60.0, 0.1
 
 
 @pytest.mark.parametrize("delivery", ["at_least_once", "exactly_once"])

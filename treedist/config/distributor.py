@@ -112,7 +112,9 @@ class DistributorConfig(Frozen):
 
     unreachable_after: Duration = 10.0
     """A link whose source or target has not answered the application's probes (every 2 s) for this long is stopped
-    and waits for it; nothing is counted as a failure."""
+    and waits for it; nothing is counted as a failure. A distributor whose target has not answered while its source and
+    another target of its cluster's query answer is held instead: the query's other distributors go on copying, and
+    the held one copies from where it stopped once its target answers."""
 
     mode: Literal["fused"] = "fused"
     """How the copies move; `fused` is the only mode: a cluster's query reads each record once in its executors,

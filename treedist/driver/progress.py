@@ -36,8 +36,9 @@ def progress(running: Iterable[RunningQuery]) -> list[dict]:
                     "distributor": lp.name,
                     "target": current[lp.level],
                     "active": run.query.isActive,
-                    "state": run.supervision.state.value,
-                    "waiting_on": list(run.supervision.waiting_on),
+                    # a held distributor waits for its target while the query's others copy
+                    "state": LinkState.WAITING.value if lp.level in run.held else run.supervision.state.value,
+                    "waiting_on": [run.held[lp.level]] if lp.level in run.held else list(run.supervision.waiting_on),
                     "restarts": run.restarts,
                     "batch": last.get("batchId"),
                     "records_per_second": round(rate, 1),
@@ -65,6 +66,7 @@ def link_states(running: Mapping[str, RunningQuery]) -> dict[str, dict]:
             "restarts": run.supervision.restarts,
             "last_error": run.supervision.last_error,
             "targets": {lp.name: run.current[lp.level] for lp in run.plan.levels},
+            "held": {lp.name: run.held[lp.level] for lp in run.plan.levels if lp.level in run.held},
             "switches": list(run.switches),
         }
         for name, run in running.items()

@@ -44,6 +44,9 @@ class RunningQuery:
     supervision: Supervision = field(default_factory=Supervision)
     rate_mark: tuple[float, int] = (0.0, 0)  # (monotonic time, records read) at the last progress()
     targets: TargetTable | None = None
+    # Level -> target of its distributors held because that target does not answer
+    # (treedist.records.holds; the supervisor decides, `Units.write_held` tells the planner).
+    held: dict[int, str] = field(default_factory=dict)
 
     @property
     def current(self) -> dict[int, str]:
@@ -59,8 +62,9 @@ class RunningQuery:
 
     @property
     def clusters(self) -> set[str]:
-        """The clusters this link reads from or writes to (now)."""
-        return {self.plan.cluster, *self.current.values()}
+        """The clusters this link reads from or writes to (now): its held distributors'
+        targets are not waited for."""
+        return {self.plan.cluster, *(t for level, t in self.current.items() if level not in self.held)}
 
     @property
     def restarts(self) -> int:

@@ -35,7 +35,7 @@ from treedist.driver.schemas import SchemaDistributor
 from treedist.driver.link_state import LinkState, RestartPolicy, Supervision
 from treedist.driver.unit_kinds import Unit, units_of
 from treedist.errors import first_line
-from treedist.records import ahead
+from treedist.records import ahead, holds
 from treedist.records.counters import ClusterCounters
 from treedist.driver.errors import DriverError, UnknownUnit
 from treedist.records.plan import ClusterPlan, plan_cluster
@@ -80,6 +80,7 @@ class Units:
             hold.touch()
         started = plan if hold is None else replace(plan, hold_file=str(hold))
         # Kept without the hold file: restarts (`check()`) and config changes (`apply()`) use it.
+        self.write_held(plan, {})  # a new run holds nothing (a held file may be left from an earlier one)
         run = RunningQuery(plan, counters, self.start_query(started, counters), Supervision(self.policy),
                            targets=self.targets)
         self.running[plan.query_name] = run
@@ -121,6 +122,21 @@ class Units:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({str(level): target for level, target in self.targets.of(plan.cluster).items()}))
+        os.replace(tmp, path)
+
+    def write_held(self, plan: ClusterPlan, held: dict[int, str]) -> None:
+        """Write the levels of `plan`'s query held now (`held`: level -> the target it waits
+        for) where its planner reads them before every batch (treedist.records.holds),
+        atomically; none: the file is removed."""
+        if plan.live_targets is None:
+            return
+        path = Path(holds.held_file(plan.live_targets))
+        if not held:
+            path.unlink(missing_ok=True)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(holds.format_held(held))
         os.replace(tmp, path)
 
     # -- units, for control-plane workers -------------------------------------------------------

@@ -3,8 +3,12 @@
 Each pass, over the queries of `Units` (rules in treedist.driver.link_state):
 1. target failover and failback (`targets.failover`): the target table moves a distributor
    whose target does not answer; its query restarts on the table's targets;
-2. a query whose source or target has not answered the health probes for
-   `distributor.unreachable_after` is stopped and waits (not a failure);
+2. a distributor whose target has not answered the health probes for
+   `distributor.unreachable_after`, while its source and another target of its query answer,
+   is *held*: the query goes on copying for its other distributors, and the held one copies
+   from where it stopped once its target answers (treedist.records.holds; a data centre cut
+   off stops only the copies into it). A query whose source, or every target, has not
+   answered is stopped and waits (not a failure);
 3. a query that failed while one of its clusters does not answer, or a target lacks a topic,
    is *waiting* (probed with growing intervals, restarted as soon as it answers); any other
    failure is restarted from the checkpoint with backoff within a restart budget per link
@@ -19,10 +23,13 @@ import logging
 import time
 
 from treedist.driver.health import ClusterHealth
+from treedist.driver.holding import abandon_batch
 from treedist.driver.link_state import LinkState, error_summary
 from treedist.driver.query import RunningQuery
 from treedist.driver.running import Units
 from treedist.errors import first_line
+from treedist.records.errors import PipelineError
+from treedist.spark.checkpoint_fs import CheckpointStoreError
 from treedist.topology.failover import choose_target
 
 log = logging.getLogger(__name__)
@@ -42,6 +49,7 @@ class Supervisor:
             self.units.schemas.check()
         now = time.monotonic()
         self._fail_over()
+        self._hold_lost_targets()
         self._wait_for_unreachable(now)
         for name, run in self.units.running.items():
             sup = run.supervision
@@ -58,16 +66,31 @@ class Supervisor:
                     continue
                 self._failed(name, run, now, error_summary(error))
             elif sup.probe_due(now):
-                if sup.on_probe(now, set().union(*self._blockers(run))):
+                unreachable, missing = self._blockers(run)
+                lost = self._holdable(run, unreachable)
+                if lost:
+                    self._hold(name, run, lost)
+                elif sup.on_probe(now, unreachable | missing):
                     log.info("%s: there again; restarting query %s (%s) from its checkpoint",
                              ", ".join(sup.waiting_on), name, run.names)
-                    self.units.restart(run)
+                    self._restart(name, run)
             elif sup.restart_due(now):
-                self.units.restart(run)
+                self._restart(name, run)
+
+    def _restart(self, name: str, run: RunningQuery) -> None:
+        """Restart `run`'s query from its checkpoint; with held distributors, its uncommitted
+        batch is abandoned first (a batch planned before the hold copies for them too, and
+        would wait for their targets again)."""
+        if run.held:
+            self._abandon(name, run)
+        self.units.restart(run)
 
     def _failed(self, name: str, run: RunningQuery, now: float, error: str) -> None:
         sup, policy = run.supervision, self.units.policy
         unreachable, missing = self._blockers(run)
+        # A held distributor's target that still does not answer: the failure is likely a copy
+        # to it (a batch planned before the hold), not a fault of the link.
+        unreachable |= {t for t in run.held.values() if self.health.down_for(t) > 0}
         state = sup.on_failure(now, error, unreachable or missing)
         if state is LinkState.WAITING and unreachable:
             log.warning("query %s (%s) stopped: cluster%s %s unreachable; waiting for %s, next probe in %.0f s "
@@ -86,6 +109,75 @@ class Supervisor:
             log.error("query %s (%s) failed %d times within %.0f s, over its restart budget; parked as failed, "
                       "tried again in %.0f s; every other link goes on. Last error: %s", name, run.names,
                       sup.failures_in_window(now), policy.window_s, sup.next_action_at - now, error)
+
+    def _hold_lost_targets(self) -> None:
+        """Hold the distributors of a running query whose target has not answered for
+        `distributor.unreachable_after` while its source and another of its targets answer
+        (treedist.records.holds): the others go on copying. Release a held distributor once
+        its target answers again, or once failover moved it to another target: it copies
+        from where it stopped from the next batch on."""
+        limit = self.units.deployment.distributor.unreachable_after
+        for name, run in self.units.running.items():
+            if run.held:
+                current = run.current
+                back = {level: t for level, t in run.held.items()
+                        if current.get(level) != t or self.health.down_for(t) == 0}
+                if back:
+                    for level in back:
+                        del run.held[level]
+                    self.units.write_held(run.plan, run.held)
+                    log.warning("query %s: %s released (target %s answers again); copying from where %s stopped",
+                                name, self._level_names(run, back), ", ".join(sorted(set(back.values()))),
+                                "they" if len(back) > 1 else "it")
+            if run.supervision.state not in (LinkState.STARTING, LinkState.RUNNING) or not run.query.isActive:
+                continue
+            lost = self._holdable(run, {c for c in run.clusters if self.health.down_for(c) >= limit})
+            if lost:
+                self._hold(name, run, lost)
+
+    def _holdable(self, run: RunningQuery, unreachable: set[str]) -> dict[int, str]:
+        """Level -> target of the distributors of `run` to hold for `unreachable`: those whose
+        target is in it, provided its source answers and some other distributor's target does
+        (else the whole query waits, as before)."""
+        if not unreachable or run.plan.cluster in unreachable:
+            return {}
+        current = {level: t for level, t in run.current.items() if level not in run.held}
+        lost = {level: t for level, t in current.items() if t in unreachable}
+        return lost if lost and len(lost) < len(current) else {}
+
+    def _hold(self, name: str, run: RunningQuery, lost: dict[int, str]) -> None:
+        """Hold `lost` (treedist.driver.holding): tell the planner, stop the query, abandon
+        its uncommitted batch, start it again (not a failure, not a restart)."""
+        run.held.update(lost)
+        self.units.write_held(run.plan, run.held)
+        if run.query.isActive:
+            try:
+                run.query.stop()  # its batch in flight waits for the lost target: it is abandoned below
+            except Exception as err:  # it may have ended on its own meanwhile
+                log.warning("stopping %s: %s", name, first_line(err))
+        batch = self._abandon(name, run)
+        run.supervision.on_switch()
+        run.query = self.units.start_query(run.plan, run.counters)
+        log.warning("query %s: %s held, target %s not answering; %s; the query's other distributors go on "
+                    "(not a failure)", name, self._level_names(run, lost), ", ".join(sorted(set(lost.values()))),
+                    f"batch {batch} abandoned and planned again without {'them' if len(lost) > 1 else 'it'}"
+                    if batch is not None else "no batch was in flight")
+
+    @staticmethod
+    def _abandon(name: str, run: RunningQuery) -> int | None:
+        """Abandon the stopped query's uncommitted batch (treedist.driver.holding); its id."""
+        try:
+            return abandon_batch(run.plan)
+        except (CheckpointStoreError, PipelineError, ValueError) as err:
+            # The batch is replayed with the held levels: it fails when their copies time out
+            # (not counted while their targets do not answer), and is abandoned at the restart.
+            log.warning("query %s: could not abandon its uncommitted batch (%s); it is replayed", name, first_line(err))
+            return None
+
+    @staticmethod
+    def _level_names(run: RunningQuery, levels) -> str:
+        names = [lp.name for lp in run.plan.levels if lp.level in levels]
+        return ("distributors " if len(names) > 1 else "distributor ") + ", ".join(names)
 
     def _wait_for_unreachable(self, now: float) -> None:
         """Stop a running query whose source or target has not answered the health probes for
@@ -172,7 +264,7 @@ class Supervisor:
         plan = run.plan
         selected = sorted(t for t in topics[plan.cluster] if plan.selects(t))
         missing = set()
-        for target in sorted(set(run.current.values())):
+        for target in sorted({t for level, t in run.current.items() if level not in run.held}):
             for topic in selected:
                 name = plan.naming.translate(plan.cluster, topic, target)
                 if name is not None and name not in topics[target]:

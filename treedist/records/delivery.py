@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 from treedist.kafka.producer import DeliveryProducer
 from treedist.records import client_pool, transactions
-from treedist.records.plan import ClusterPlan
+from treedist.records.plan import ClusterPlan, LevelPlan
 from treedist.records.positions import PartitionWindow, ReadTask
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,8 @@ class AtLeastOnce:
     def producer(self, plan: ClusterPlan, target: str) -> DeliveryProducer:
         return client_pool.take_producer(plan.producers[target])
 
-    def begin(self, plan: ClusterPlan, task: ReadTask, level_targets: Sequence[str], names: Names,
-              producers: Mapping[str, DeliveryProducer]) -> Sequence[PartitionWindow]:
+    def begin(self, plan: ClusterPlan, task: ReadTask, levels: Sequence[LevelPlan], level_targets: Sequence[str],
+              names: Names, producers: Mapping[str, DeliveryProducer]) -> Sequence[PartitionWindow]:
         """Before the copy: an idle producer for every other target the deployment copies to."""
         client_pool.warm_producers(plan.warm_producers, [plan.producers[t] for t in producers])
         return task.windows
@@ -67,23 +67,25 @@ class ExactlyOnce:
         return DeliveryProducer(transactions.transactional_settings(
             plan.producers[target], plan.deployment_key, plan.cluster, target, _task_index()))
 
-    def begin(self, plan: ClusterPlan, task: ReadTask, level_targets: Sequence[str], names: Names,
-              producers: Mapping[str, DeliveryProducer]) -> Sequence[PartitionWindow]:
-        """Steps 1-3 of `treedist.records.transactions`: per target, fence the previous
-        producer of the id, read the link's positions there, begin the transaction. Returns
-        the windows less what the targets already committed for this batch."""
+    def begin(self, plan: ClusterPlan, task: ReadTask, levels: Sequence[LevelPlan], level_targets: Sequence[str],
+              names: Names, producers: Mapping[str, DeliveryProducer]) -> Sequence[PartitionWindow]:
+        """Steps 1-3 of `treedist.records.transactions`: per target of the copying `levels`
+        (a held level's is not touched), fence the previous producer of the id, read the
+        link's positions there, begin the transaction. Returns the windows less what the
+        targets already committed for this batch (or an abandoned one it replaces:
+        `task.trusted`, treedist.records.holds)."""
         committed: dict[tuple[int, str, int], int] = {}
         level_names: dict[int, Mapping[str, str]] = {}
         partitions = [(w.topic, w.partition) for w in task.windows]
-        for lp, target in zip(plan.levels, level_targets):
+        for lp, target in zip(levels, level_targets):
             level_names[lp.level] = names[target]
         for target in dict.fromkeys(level_targets):
-            levels = [lp.level for lp, t in zip(plan.levels, level_targets) if t == target]
-            txn = transactions.TargetTransaction(producers[target], plan.cluster, target, levels,
+            on_target = [lp.level for lp, t in zip(levels, level_targets) if t == target]
+            txn = transactions.TargetTransaction(producers[target], plan.cluster, target, on_target,
                                                  plan.producers[target], plan.metadata_timeout_s)
             self.txns[target] = txn
             txn.init()
-            committed.update(txn.committed(task.batch, names[target], partitions))
+            committed.update(txn.committed(task.batch, names[target], partitions, task.trusted))
             txn.begin()
         windows = transactions.skip_committed(task.windows, committed, level_names)
         if committed:

@@ -47,8 +47,9 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from treedist.records import ahead
+from treedist.records import ahead, holds
 from treedist.records.errors import PipelineError
+from treedist.records.live_files import LiveFiles
 from treedist.records.legacy import last_committed_end
 from treedist.records.plan import ClusterPlan
 from treedist.records.task_summary import SUMMARY_SCHEMA, summary_batch
@@ -115,8 +116,7 @@ class DistributorReader(DataSourceStreamReader):
         self._waiting: set[str] = set()  # topics reported as waiting for their targets
         self._present: set[TopicPartitionKey] = set()  # the source's partitions at the last listing
         self._gone: set[TopicPartitionKey] = set()  # checkpointed partitions whose topic went away
-        self._live: tuple[float, dict[int, str]] = (-1.0, {})  # (mtime, level -> target) of plan.live_targets
-        # (token of a batch's end, what that batch copied ahead): its intents are final once
+                # (token of a batch's end, what that batch copied ahead): its intents are final once
         # it committed, which is before the next batch is planned from its end.
         self._ahead: tuple[str, dict[TopicPartitionKey, int]] = ("", {})
         self._ahead_dir_made = False  # on an object store each check is a request: made once
@@ -125,6 +125,8 @@ class DistributorReader(DataSourceStreamReader):
         self._quiet: tuple[str, float] = ("", 0.0)
         self._watch = None  # IdleWatch (driver only), made when the source first stays quiet
         self._quiet_since: float | None = None  # since when every planning found nothing new
+        self._holds = LiveFiles(plan)  # live targets, held levels, abandoned batch
+        self._initial_token = ""  # batch_token of what initialOffset returned in this run
 
     def __getstate__(self) -> dict:
         # Pickled into executors for `read`: broker clients stay on the driver.
@@ -149,7 +151,9 @@ class DistributorReader(DataSourceStreamReader):
                 log.info("%s: resuming from its own checkpoint %s", lp.name, self.plan.legacy_checkpoints[lp.level])
             old = legacy.positions if legacy is not None else {}
             levels[lp.level] = KafkaOffsets({tp: old.get(tp, offset) for tp, offset in earliest.items()})
-        return LevelPositions(levels).to_dict()
+        initial = LevelPositions(levels).to_dict()
+        self._initial_token = batch_token(initial)  # an abandoned first batch is planned again from it
+        return initial
 
     def _restarts(self, begin: LevelPositions, known: set[TopicPartitionKey], latest: dict[TopicPartitionKey, int],
                   reader, recreated: dict[str, tuple[str, str]]) -> dict[TopicPartitionKey, int]:
@@ -229,11 +233,18 @@ class DistributorReader(DataSourceStreamReader):
         if registered:
             log.info("cluster %s: partitions registered at earliest: %s", self.plan.cluster, ", ".join(map(str, sorted(registered))))
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        end = next_positions(begin, levels, latest, registered, max_records, reset)
+        held = set(self._holds.held()) & set(levels)
+        end = next_positions(begin, levels, latest, registered, max_records, reset, held)
+        # Abandoned batches (treedist.records.holds): a held level's entry is carried on, any
+        # other level's first batch since trusts their tokens and reads at least to their end.
+        found = holds.plan_entries(holds.merge(holds.carried(holds.entries(start)), self._holds.abandoned(token, token == self._initial_token)),
+                                   held, reset)
+        end = LevelPositions(holds.floor(end.levels, found))
         if copied and not reset and end == begin and not self._record_copied_ahead_now(token):
             return start  # no batch yet: see _record_copied_ahead_now
         out = with_copied_ahead(end, {tp: offset for tp, offset in copied.items() if tp not in reset})
         out = with_topic_ids(out, next_topic_ids(recorded, ids, {tp.topic for tp in end.partitions()}))
+        out = holds.with_entries(out, found)
         self._note_quiet(out == start and not copied and not registered, latest)
         return out
 
@@ -314,10 +325,12 @@ class DistributorReader(DataSourceStreamReader):
         """Driver: the tasks of the batch (start, end] (step 3)."""
         begin, until = read_start(start, end), LevelPositions.from_dict(end)
         windows = batch_windows(begin, until)
-        targets = tuple(self._current_targets().items())
+        held = holds.idle_levels((lp.level for lp in self.plan.levels), windows)  # held ones among them
+        targets = tuple((level, target) for level, target in self._current_targets().items() if level not in held)
+        trusted = holds.trusted_tokens(holds.entries(end))
         limit = task_limit(sum(w.count for w in windows), self.plan.max_tasks, self.plan.slots)
         groups = pack_tasks(windows, limit, self.plan.min_records_per_task)
-        linger = self._linger_s()
+        linger = 0.0 if held else self._linger_s()
         if linger > 0 and groups:  # the first task also tails the partitions without new records
             groups[0] = sorted(groups[0] + idle_windows(begin, until, windows), key=lambda w: (w.topic, w.partition))
         # Executors copy ahead only where they see this directory; it lives in the query's
@@ -325,8 +338,10 @@ class DistributorReader(DataSourceStreamReader):
         if groups and self.plan.distributor.copy_ahead:
             self._make_ahead_dir()
         token = batch_token(end)
-        share = task_ahead_limit(self.plan, sum(w.count for w in windows), len(groups))
-        return [ReadTask(tuple(group), targets, token, share, linger) for group in groups]
+        # While a level is held no task copies ahead: what it copied would be recorded for
+        # every level (`LevelPositions.advanced`), the held one included.
+        share = 0 if held else task_ahead_limit(self.plan, sum(w.count for w in windows), len(groups))
+        return [ReadTask(tuple(group), targets, token, share, linger, held, trusted) for group in groups]
 
     def _linger_s(self) -> float:
         """Driver: how long this batch's tasks linger (`treedist.records.ahead`, "Lingering"):
@@ -396,7 +411,10 @@ class DistributorReader(DataSourceStreamReader):
         """The partitions of `tps` that exist on every level's target (translated topic names);
         the others are logged once per topic as waiting."""
         ready = set(tps)
-        for target in sorted(set(self._current_targets().values())):
+        held = self._holds.held()
+        # A held level's target does not answer: its partitions are checked when it is back
+        # (a copy to a missing one then fails and waits for topic sync, like a deleted topic).
+        for target in sorted({t for level, t in self._current_targets().items() if level not in held}):
             names = {tp.topic: self.plan.naming.translate(self.plan.cluster, tp.topic, target) for tp in tps}
             wanted = {n for n in names.values() if n is not None}
             there = set(self._target_reader(target).partitions(lambda name: name in wanted))
@@ -417,32 +435,8 @@ class DistributorReader(DataSourceStreamReader):
         return ready
 
     def _current_targets(self) -> dict[int, str]:
-        """Level -> target for the next batch: the plan's, or, in worker mode, what the live
-        targets file says now (read again only when it changed). A target outside its
-        level's sibling subtree is refused (logged) and the plan's is kept."""
-        chosen = {lp.level: lp.target for lp in self.plan.levels}
-        if not self.plan.live_targets:
-            return chosen
-        import json
-        import os
-
-        try:
-            mtime = os.stat(self.plan.live_targets).st_mtime_ns
-        except FileNotFoundError:
-            return chosen
-        if mtime != self._live[0]:
-            with open(self.plan.live_targets, encoding="utf-8") as f:
-                wanted = {int(level): target for level, target in json.load(f).items()}
-            for lp in self.plan.levels:
-                target = wanted.get(lp.level, lp.target)
-                if target not in lp.subtree:
-                    log.error("%s: live target %r is not a leaf of its sibling subtree it may copy to %s; keeping %s",
-                              lp.name, target, list(lp.subtree), lp.target)
-                    wanted[lp.level] = lp.target
-                elif target != self._live[1].get(lp.level, lp.target):
-                    log.info("%s: copies go to %s from the next batch on", lp.name, target)
-            self._live = (mtime, wanted)
-        return {level: self._live[1].get(level, target) for level, target in chosen.items()}
+        """Level -> target for the next batch (`LiveFiles.targets`)."""
+        return self._holds.targets()
 
     def _target_reader(self, target: str):
         if target not in self._targets:

@@ -76,9 +76,10 @@ class LevelPositions:
         positions = {o.get(tp) for o in self.levels.values()}  # None for a level without it
         return None if len(positions) != 1 else positions.pop()
 
-    def window_start(self, tp: TopicPartitionKey) -> int | None:
-        """The lowest position of any level that knows the partition."""
-        known = [o.get(tp) for o in self.levels.values() if tp in o]
+    def window_start(self, tp: TopicPartitionKey, held: Iterable[int] = ()) -> int | None:
+        """The lowest position of any level that knows the partition (but the `held` ones)."""
+        held = set(held)
+        known = [o.get(tp) for level, o in self.levels.items() if tp in o and level not in held]
         return min(known) if known else None
 
     def partitions(self) -> set[TopicPartitionKey]:
@@ -205,6 +206,12 @@ class ReadTask(InputPartition):
     # How long the task keeps copying ahead without a backlog (`distributor.task_linger`,
     # `treedist.records.ahead` "Lingering"); 0: only while a backlog keeps arriving.
     linger_s: float = 0.0
+    # Levels that copy nothing in this task: held, their target does not answer
+    # (`treedist.records.holds`); no client of their target is made.
+    held: tuple[int, ...] = ()
+    # (level, token): positions on the level's target written under an abandoned batch's
+    # token that this task trusts like its own batch's (exactly_once; `holds.trusted_tokens`).
+    trusted: tuple[tuple[int, str], ...] = ()
 
     @property
     def count(self) -> int:
@@ -223,6 +230,7 @@ def next_positions(
     registered: Mapping[TopicPartitionKey, int],
     max_records: int | None,
     reset: Mapping[TopicPartitionKey, int] | None = None,
+    held: Iterable[int] = (),
 ) -> LevelPositions:
     """The end of the next batch: every level advanced to the capped read window's end.
 
@@ -233,17 +241,21 @@ def next_positions(
     `reset`: partitions whose positions start over at the given offset in every level (a
     topic deleted and created again: its earliest offset; a broker that lost its last
     records: its latest), read from the next batch on. The only way a position moves back.
+    `held`: levels whose target does not answer (`treedist.records.holds`): they keep their
+    positions (but registered and reset partitions), and the read window starts at the
+    lowest position of the others.
     """
     reset = dict(reset or {})
+    held = set(held)
     wanted = sorted(levels)
-    window_start = {tp: start.window_start(tp) for tp in latest if tp not in reset}
+    window_start = {tp: start.window_start(tp, held) for tp in latest if tp not in reset}
     window_start = {tp: s for tp, s in window_start.items() if s is not None}
     available = {tp: max(window_start[tp], offset) for tp, offset in latest.items() if tp in window_start}
     end = fair_limit(window_start, available, max_records) if max_records else available
     out: dict[int, KafkaOffsets] = {}
     for level in wanted:
         own = start.levels.get(level, KafkaOffsets())
-        positions = {tp: max(own.get(tp), end[tp]) for tp in own.positions if tp in end}
+        positions = {} if level in held else {tp: max(own.get(tp), end[tp]) for tp in own.positions if tp in end}
         for tp in own.positions:  # a partition without a latest offset (gone) keeps its position
             positions.setdefault(tp, own.get(tp))
         for tp, offset in registered.items():

@@ -48,7 +48,7 @@ from typing import Iterator, Sequence
 from treedist.kafka.clients import lingering_consumer_settings
 from treedist.kafka.producer import DeliveryFailed, DeliveryProducer
 from treedist.kafka.read_positions import TopicPartitionKey
-from treedist.records import ahead, client_pool, transactions, uncopyable
+from treedist.records import ahead, client_pool, holds, transactions, uncopyable
 from treedist.records.ahead_copy import copy_ahead
 from treedist.records.copier import LevelCopy, RecordCopier, TaskStats
 from treedist.records.delivery import Delivery, delivery_of
@@ -108,7 +108,10 @@ def _run_task(plan: ClusterPlan, task: ReadTask, delivery: Delivery) -> TaskStat
     done = False
     try:
         wanted = _max_partition_per_topic(task.windows)
-        level_targets = [targets.get(lp.level, lp.target) for lp in plan.levels]
+        # A held level (its target does not answer, treedist.records.holds) copies nothing:
+        # no client of its target is made.
+        active = [lp for lp in plan.levels if lp.level not in task.held]
+        level_targets = [targets.get(lp.level, lp.target) for lp in active]
         names = {t: _target_names(plan, wanted, t) for t in set(level_targets)}
         for target in level_targets:
             if target not in producers:
@@ -116,13 +119,15 @@ def _run_task(plan: ClusterPlan, task: ReadTask, delivery: Delivery) -> TaskStat
                 _check_target(producers[target], target, {names[target][t]: p for t, p in wanted.items()}
                               | _dead_letter_wanted(plan))
         limits = {t: _record_limits(plan, t, list(names[t].values())) for t in set(level_targets)}
-        windows = delivery.begin(plan, task, level_targets, names, producers)
+        windows = holds.complete_ranges(delivery.begin(plan, task, active, level_targets, names, producers),
+                                        [lp.level for lp in plan.levels])
+        chosen = dict(zip((lp.level for lp in active), level_targets))
         copier = _copier(plan, [
             LevelCopy(
                 lp.level, lp.mask, lp.bit, producers[t].raw.produce, producers[t].produce_when_queue_drains,
                 None if all(k == v for k, v in names[t].items()) else names[t], limits[t], t,
-            )
-            for lp, t in zip(plan.levels, level_targets)
+            ) if t is not None else _held_copy(lp)
+            for lp, t in ((lp, chosen.get(lp.level)) for lp in plan.levels)
         ])
         intents = ahead.Intents.of(plan.checkpoint, plan.store)
         visible = bool(task.batch) and intents.visible()
@@ -133,8 +138,9 @@ def _run_task(plan: ClusterPlan, task: ReadTask, delivery: Delivery) -> TaskStat
         if beyond is not None:
             copy_ahead(consumer, task, beyond, copier.copy, intents, plan.live_targets)
         consumer.unassign()
-        for target, stats in zip(level_targets, copier.stats.levels):
-            producers[target].count(stats.copied, 0)
+        for lp, stats in zip(plan.levels, copier.stats.levels):
+            if lp.level in chosen:
+                producers[chosen[lp.level]].count(stats.copied, 0)
         for producer in producers.values():
             producer.finish()
         delivery.commit(task, names)  # 4b.
@@ -160,6 +166,15 @@ def _copier(plan: ClusterPlan, level_copies: list[LevelCopy]) -> RecordCopier:
         limit if limit is not None else uncopyable.record_limit(None, None, {}),
         distributor.on_uncopyable, distributor.dead_letter_topic, explicit_limit=limit is not None,
     )
+
+
+def _held_copy(lp) -> LevelCopy:
+    """The copier's part for a held level: its windows' ranges are empty
+    (`holds.without_held`), so nothing ever reaches its produce."""
+    def refuse(*_args, **_kwargs):
+        raise PipelineError(f"{lp.name} is held (its target does not answer); it copies nothing in this task")
+
+    return LevelCopy(lp.level, lp.mask, lp.bit, refuse, refuse, None, None, "(held)")
 
 
 def _dead_letter_wanted(plan: ClusterPlan) -> dict[str, int]:

@@ -22,7 +22,9 @@ Steps of one task, per target (`TargetTransaction`):
    link's group.id and read_committed, so Kafka answers with stable offsets only: never
    those of a transaction still open). A position carrying THIS batch's token lies inside the
    window: the target already committed this batch's copies below it (a replay after a
-   crash): those records are skipped (`skip_committed`). A position of another batch (the
+   crash): those records are skipped (`skip_committed`). So does a position carrying the
+   token of a batch the driver abandoned, for the level's first batch after it (`task.trusted`:
+   a distributor held while its target did not answer, treedist.records.holds). A position of another batch (the
    previous one: it equals the window's start) or none skips nothing;
 3. `begin_transaction`; the task copies (steps 2-3 of run_task);
 4. `finish()` proves every delivery, then `send_offsets_to_transaction` (the window ends of
@@ -265,9 +267,14 @@ class TargetTransaction:
         except KafkaException as err:
             raise TransactionError(f"target cluster {self.target!r}: init_transactions failed: {err}") from err
 
-    def committed(self, batch: str, names: Mapping[str, str], partitions: Iterable[tuple[str, int]]
-                  ) -> dict[tuple[int, str, int], int]:
-        """Step 2: (level, target topic, partition) -> next offset, for positions of `batch`."""
+    def committed(self, batch: str, names: Mapping[str, str], partitions: Iterable[tuple[str, int]],
+                  trusted: Iterable[tuple[int, str]] = ()) -> dict[tuple[int, str, int], int]:
+        """Step 2: (level, target topic, partition) -> next offset, for positions of `batch`,
+        or of a batch the driver abandoned that this one replaces for the level (`trusted`:
+        (level, token) pairs, treedist.records.holds)."""
+        tokens = {level: {batch} for level in self._consumers}
+        for level, token in trusted:
+            tokens.setdefault(level, set()).add(token)
         wanted = sorted({(names[t], p) for t, p in partitions})
         out: dict[tuple[int, str, int], int] = {}
         if not wanted or not batch:
@@ -281,7 +288,7 @@ class TargetTransaction:
                      f"failed", error=TransactionError, attempts=8, first_backoff_s=0.2, max_backoff_s=5.0,
             )
             for tp in found:
-                if tp.error is None and tp.offset >= 0 and tp.metadata == batch:
+                if tp.error is None and tp.offset >= 0 and tp.metadata in tokens[level]:
                     out[(level, tp.topic, tp.partition)] = tp.offset
         return out
 

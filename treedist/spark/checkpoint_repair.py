@@ -44,3 +44,51 @@ def remove_interrupted_writes(checkpoint: str | Path, store: Store | None = None
                 store.delete(join(directory, name))
                 removed.append(join(directory, name))
     return removed
+
+
+def _log_ids(store: Store, directory: str) -> list[int]:
+    return sorted(int(name) for name in store.files(directory) if name.isdigit())
+
+
+def _source_offset(store: Store, path: str) -> dict | None:
+    """The (only) source's offset of an offset-log entry: Spark writes `v1`, the batch's
+    metadata, then one line per source."""
+    import json
+
+    text = store.read_text(path)
+    lines = text.splitlines() if text else []
+    if len(lines) < 3 or not lines[0].startswith("v"):
+        return None
+    return json.loads(lines[2])
+
+
+def uncommitted_batch(checkpoint: str | Path, store: Store | None = None) -> tuple[int, dict | None, dict] | None:
+    """(batch id, start, end) of the query's batch in the offset log that has no commit, if
+    any (driver; call only while no query runs on it). The start is None for the query's
+    first batch: it starts at the source's initial offset, which is not in the log."""
+    store = store or Store()
+    offsets = _log_ids(store, join(str(checkpoint), "offsets"))
+    commits = _log_ids(store, join(str(checkpoint), "commits"))
+    if not offsets or (commits and commits[-1] >= offsets[-1]):
+        return None  # nothing uncommitted
+    batch = offsets[-1]
+    end = _source_offset(store, join(str(checkpoint), "offsets", str(batch)))
+    if batch == 0:
+        return (batch, None, end) if end is not None else None
+    if batch - 1 not in offsets:
+        return None
+    start = _source_offset(store, join(str(checkpoint), "offsets", str(batch - 1)))
+    if start is None or end is None:
+        return None
+    return batch, start, end
+
+
+def remove_offset_entry(checkpoint: str | Path, batch: int, store: Store | None = None) -> None:
+    """Delete offset-log entry `batch` (and its checksum): Spark then plans that batch again
+    from the last committed end instead of replaying it. Driver; only while no query runs
+    on the checkpoint, and only for an entry without a commit."""
+    store = store or Store()
+    directory = join(str(checkpoint), "offsets")
+    for name in (str(batch), f".{batch}.crc"):
+        if name in store.files(directory):
+            store.delete(join(directory, name))

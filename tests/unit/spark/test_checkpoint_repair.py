@@ -42,3 +42,31 @@ def test_remove_touches_only_the_temp_files_of_the_two_logs(tmp_path):
 
 def test_a_checkpoint_that_does_not_exist_yet_needs_no_repair(tmp_path):
     assert remove_interrupted_writes(tmp_path / "new") == []
+
+
+def _entry(directory: Path, batch: int, source_offset: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{source_offset}')
+    (directory / f".{batch}.crc").write_text("crc")
+
+
+def test_the_uncommitted_batch_is_found_with_its_start_and_removed_with_its_checksum(tmp_path):
+    from treedist.spark.checkpoint_repair import remove_offset_entry, uncommitted_batch
+
+    for batch in (0, 1, 2):
+        _entry(tmp_path / "offsets", batch, f'{{"levels": {{"1": {{"t": {{"0": {batch * 10}}}}}}}}}')
+    for batch in (0, 1):
+        _entry(tmp_path / "commits", batch, "{}")
+    batch, start, end = uncommitted_batch(tmp_path)
+    assert (batch, start["levels"]["1"]["t"]["0"], end["levels"]["1"]["t"]["0"]) == (2, 10, 20)
+    remove_offset_entry(tmp_path, 2)
+    assert sorted(p.name for p in (tmp_path / "offsets").iterdir()) == [".0.crc", ".1.crc", "0", "1"]
+    assert uncommitted_batch(tmp_path) is None  # every batch in the log was committed
+
+
+def test_an_uncommitted_first_batch_has_no_start_in_the_log(tmp_path):
+    from treedist.spark.checkpoint_repair import uncommitted_batch
+
+    assert uncommitted_batch(tmp_path) is None  # a new checkpoint
+    _entry(tmp_path / "offsets", 0, '{"levels": {}}')
+    assert uncommitted_batch(tmp_path) == (0, None, {"levels": {}})
