@@ -5,8 +5,8 @@ at_least_once, e1/e2 in exactly_once, each its own topic and checkpoints, both a
 one Spark session), each fed by its own producer on c1.
 
 - the target refusing writes: a `min.insync.replicas` above the replication factor shows as
-  failed with its reason at once; `min.insync.replicas=3` with one node down (NOT_ENOUGH_REPLICAS)
-  shows as waiting with that reason, as failed once it lasts the delivery timeout, in the
+  failed with its reason (a status's first refresh: later ones within the 30 s its configs are
+  cached); `min.insync.replicas=3` with one node down (NOT_ENOUGH_REPLICAS) shows as waiting with that reason, as failed once it lasts the delivery timeout, in the
   status snapshot (`treedist status --json`, the web view's /api/status), in `treedist
   status` and drawn on the web view's page; with the node back and the setting restored the
   link copies again, 0 missing.

@@ -13,7 +13,7 @@ from typing import Iterable, Mapping
 from pyspark.sql.streaming import StreamingQuery
 
 from treedist.driver.link_state import LinkState
-from treedist.driver.query import RunningQuery
+from treedist.driver.query import RunningQuery, last_batch
 from treedist.driver.running import Units
 
 
@@ -23,7 +23,7 @@ def progress(running: Iterable[RunningQuery]) -> list[dict]:
     rows = []
     now = time.monotonic()
     for run in running:
-        last = run.query.lastProgress or {}
+        last = last_batch(run.query)
         counts = run.counters.snapshot()
         read_now = counts[run.plan.levels[0].name]["records_in"]
         then, read_then = run.rate_mark
@@ -40,7 +40,7 @@ def progress(running: Iterable[RunningQuery]) -> list[dict]:
                     "state": LinkState.WAITING.value if lp.level in run.held else run.supervision.state.value,
                     "waiting_on": [run.held[lp.level]] if lp.level in run.held else list(run.supervision.waiting_on),
                     "restarts": run.restarts,
-                    "batch": last.get("batchId"),
+                    "batch": last.batch_id if last is not None else None,
                     "records_per_second": round(rate, 1),
                     **counts[lp.name],
                 }
@@ -79,9 +79,8 @@ def failed(running: Mapping[str, RunningQuery]) -> list[str]:
 
 
 def _batch_seconds(query: StreamingQuery) -> float | None:
-    progress = query.lastProgress or {}
-    millis = (progress.get("durationMs") or {}).get("triggerExecution")
-    return millis / 1000.0 if millis is not None else None
+    last = last_batch(query)
+    return last.trigger_ms / 1000.0 if last is not None and last.trigger_ms is not None else None
 
 
 def status_rows(app: Units) -> list[dict]:

@@ -31,6 +31,29 @@ log = logging.getLogger(__name__)
 FIRST_READ_WAIT_S = 4.0
 
 
+@dataclass(frozen=True)
+class LastBatch:
+    """What the supervision and the live figures read of a query's last progress."""
+
+    batch_id: int
+    trigger_ms: float | None  # the trigger's whole duration (durationMs.triggerExecution)
+
+
+def last_batch(query: StreamingQuery) -> LastBatch | None:
+    """Driver: the query's last progress, or None before its first.
+
+    Why not `query.lastProgress`: PySpark has the JVM write the whole progress as JSON and
+    parses it back, and a progress carries the source's start, end and latest offsets, every
+    partition's position per level (~100 KB per query with 600 partitions). The driver asked
+    for it every second per query, idle or not; the two fields it needs are read here from
+    the JVM's object (two py4j calls)."""
+    progress = query._jsq.lastProgress()  # py4j: null before the first progress
+    if progress is None:
+        return None
+    trigger_ms = progress.durationMs().get("triggerExecution")
+    return LastBatch(int(progress.batchId()), float(trigger_ms) if trigger_ms is not None else None)
+
+
 @dataclass
 class RunningQuery:
     """One source cluster's query, the counters of its distributors and its supervision.
@@ -126,7 +149,7 @@ def first_read_planned(spark: SparkSession, query: StreamingQuery) -> bool:
     status = query.status
     if status.get("message") == INITIALIZING_SOURCES:  # the first trigger has not begun
         return False
-    if query.lastProgress is not None or not status.get("isTriggerActive", True):
+    if last_batch(query) is not None or not status.get("isTriggerActive", True):
         return True  # a batch completed, or the first trigger ended without one
     return bool(spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId)))
 

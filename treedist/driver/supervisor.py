@@ -25,7 +25,7 @@ import time
 from treedist.driver.health import ClusterHealth
 from treedist.driver.holding import abandon_batch
 from treedist.driver.link_state import LinkState, error_summary
-from treedist.driver.query import RunningQuery
+from treedist.driver.query import RunningQuery, last_batch
 from treedist.driver.running import Units
 from treedist.errors import first_line
 from treedist.records.errors import PipelineError
@@ -54,7 +54,7 @@ class Supervisor:
         for name, run in self.units.running.items():
             sup = run.supervision
             if run.query.isActive:
-                if sup.state is not LinkState.RUNNING and run.query.lastProgress is not None:
+                if sup.state is not LinkState.RUNNING and last_batch(run.query) is not None:
                     if sup.waiting_since is not None or sup.failures:
                         log.info("query %s (%s) is running again", name, run.names)
                     sup.on_running()

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterable
+import time
+from typing import Callable, Iterable
 
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -31,7 +32,27 @@ class Refusal:
     permanent: bool  # a setting that no broker coming back changes (min.insync.replicas > replication factor)
 
 
-def refusals(admin: AdminClient, cluster: str, topics: Iterable[str], timeout_s: float) -> list[Refusal]:
+class MinInsyncCache:
+    """topic -> (`min.insync.replicas`, monotonic time it was described) for one cluster."""
+
+    def __init__(self, ttl_s: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._values: dict[str, tuple[int, float]] = {}
+        self.described = 0  # topics described so far (what the cache saves is visible in tests)
+
+    def fresh(self, topic: str) -> int | None:
+        entry = self._values.get(topic)
+        return entry[0] if entry is not None and self._clock() - entry[1] < self.ttl_s else None
+
+    def put(self, values: dict[str, int]) -> None:
+        now = self._clock()
+        self._values.update({topic: (value, now) for topic, value in values.items()})
+        self.described += len(values)
+
+
+def refusals(admin: AdminClient, cluster: str, topics: Iterable[str], timeout_s: float,
+             cache: MinInsyncCache | None = None) -> list[Refusal]:
     """The topics of `topics` (physical names on `cluster`) whose writes the brokers refuse:
     partitions without a leader, or with fewer in-sync replicas than `min.insync.replicas`,
     or a `min.insync.replicas` above the replication factor. Topics absent or unreadable are
@@ -44,9 +65,16 @@ def refusals(admin: AdminClient, cluster: str, topics: Iterable[str], timeout_s:
         present = [t for t in wanted if t in md.topics and md.topics[t].error is None and md.topics[t].partitions]
         if not present:
             return []
-        futures = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in present],
-                                         request_timeout=timeout_s)
-        min_isr = {res.name: int(f.result(timeout=timeout_s)["min.insync.replicas"].value) for res, f in futures.items()}
+        cache = cache if cache is not None else MinInsyncCache(ttl_s=0.0)
+        min_isr = {t: cache.fresh(t) for t in present if not _degraded(md.topics[t])}
+        ask = [t for t in present if min_isr.get(t) is None]
+        if ask:
+            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in ask],
+                                             request_timeout=timeout_s)
+            described = {res.name: int(f.result(timeout=timeout_s)["min.insync.replicas"].value)
+                         for res, f in futures.items()}
+            cache.put(described)
+            min_isr.update(described)
     except Exception as err:  # KafkaException, a timeout: the reachability probe reports the cluster
         log.debug("cluster %s: writability not known: %s", cluster, err)
         return []
@@ -74,6 +102,11 @@ def refusals(admin: AdminClient, cluster: str, topics: Iterable[str], timeout_s:
         if reasons:
             out.append(Refusal(cluster, topic, f"{cluster}/{topic}: " + "; ".join(reasons), False))
     return out
+
+
+def _degraded(topic) -> bool:
+    """A partition with fewer in-sync replicas than replicas, or without a leader."""
+    return any(p.leader < 0 or len(p.isrs) < len(p.replicas) for p in topic.partitions.values())
 
 
 def _ids(ids: list[int], shown: int = 8) -> str:

@@ -40,7 +40,7 @@ from treedist.kafka.errors import KafkaLayerError
 from treedist.kafka.logs import client_logger
 from treedist.kafka.watermarks import OffsetReader, TopicPartitionKey
 from treedist.kafka.watch import answers, timestamps_at
-from treedist.kafka.writable import Refusal, refusals
+from treedist.kafka.writable import MinInsyncCache, Refusal, refusals
 from treedist.ops.arrivals import Arrivals
 from treedist.ops.checkpoint import planned_after, recent_batches
 from treedist.ops.copied import Intent, copied_positions, counts_running
@@ -106,6 +106,7 @@ class StatusSource:
     _arrivals: dict[str, Arrivals] = field(default_factory=dict)  # source cluster -> its partitions' arrivals
     _refused_since: dict[str, float] = field(default_factory=dict)  # link -> wall clock its target first refused writes
     _refusal_memo: dict[tuple[str, frozenset], list[Refusal]] = field(default_factory=dict)  # one refresh's asks
+    _min_insync: dict[str, MinInsyncCache] = field(default_factory=dict)  # target -> its topics' min.insync.replicas
 
     def __post_init__(self) -> None:
         self._plans = plan_all(self.deployment)
@@ -254,12 +255,13 @@ class StatusSource:
             return set()
 
     def _refused(self, plan: ClusterPlan, target: str, topics: set[str]) -> list[Refusal]:
-        """The target's refusals for the physical names of `topics` there (one request pair per
-        target and topic set per refresh)."""
+        """The target's refusals for the physical names of `topics` there (one metadata request
+        per target and topic set per refresh; configs only where `MinInsyncCache` has none fresh)."""
         names = frozenset(n for n in (plan.naming.translate(plan.cluster, t, target) for t in topics) if n is not None)
         key = (target, names)
         if key not in self._refusal_memo:
-            self._refusal_memo[key] = refusals(self._admins[target], target, names, self.timeout_s)
+            self._refusal_memo[key] = refusals(self._admins[target], target, names, self.timeout_s,
+                                               self._min_insync.setdefault(target, MinInsyncCache()))
         return self._refusal_memo[key]
 
     def _refused_for(self, link: str, refused: list[Refusal], now: float) -> float | None:

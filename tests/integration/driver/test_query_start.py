@@ -13,7 +13,7 @@ from treedist.kafka.watermarks import OffsetReader
 from treedist.local.deployment import local_deployment
 from treedist.records.counters import ClusterCounters
 from treedist.records.plan import plan_cluster
-from treedist.driver.query import INITIALIZING_SOURCES, first_read_planned, start_cluster_query
+from treedist.driver.query import INITIALIZING_SOURCES, LastBatch, first_read_planned, last_batch, start_cluster_query
 
 from tests.e2e.offsets_workload import wait_for
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently
@@ -41,6 +41,17 @@ def test_a_query_counts_as_planned_once_its_first_batch_submitted_a_job_before_t
     finally:
         release.set()
         query.stop()
+
+
+def test_last_batch_reads_the_batch_id_and_trigger_time_of_lastProgress_from_the_jvm(spark):
+    query = spark.readStream.format("rate").option("rowsPerSecond", 5).load().writeStream.format("noop").start()
+    try:
+        assert last_batch(query) is None or query.lastProgress is not None
+        assert wait_for(lambda: (last_batch(query) or LastBatch(-1, None)).batch_id >= 1, 60, interval=0.05)
+    finally:
+        query.stop()
+    progress = query.lastProgress  # a stopped query keeps its last progress: both read the same one
+    assert last_batch(query) == LastBatch(progress["batchId"], float(progress["durationMs"]["triggerExecution"]))
 
 
 def test_a_cluster_query_on_an_empty_topic_counts_as_planned_at_its_first_trigger(spark, local_kafka, unique_topic, tmp_path):
