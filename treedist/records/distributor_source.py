@@ -78,11 +78,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# How long a quiet query's planner waits in the idle watch for a record before it hands the
-# trigger back to Spark (which calls again at once): fewer round trips between the JVM and the
-# planner, each carrying every partition's offsets twice, while nothing happens; a record ends
-# the wait when it lands.
+# One wait of a quiet query's planner in the idle watch for a record (a record ends it when
+# it lands); between two, the planner looks at what the driver wrote for the query.
 IDLE_WAIT_S = 0.5
+# How long a quiet planner keeps the trigger while nothing arrives, in waits of IDLE_WAIT_S:
+# each trigger costs the JVM and the planner a few ms whatever it finds, and a record, a stop
+# or anything else the driver writes for the query (`LiveFiles.marks`) ends the park at once.
+IDLE_PARK_S = 5.0
 
 # How long a query waits for new records before it runs a batch that only records what the
 # previous batch copied ahead (`DistributorReader._record_copied_ahead_now`).
@@ -103,6 +105,7 @@ class DistributorReader(DataSourceStreamReader):
     survives between calls); `read` runs in executors."""
 
     record_ahead_after_s = RECORD_AHEAD_AFTER_S
+    idle_park_s = IDLE_PARK_S
 
     def __init__(self, plan: ClusterPlan, counters) -> None:
         self.plan = plan
@@ -249,13 +252,16 @@ class DistributorReader(DataSourceStreamReader):
         return out
 
     def _asleep(self) -> bool:
-        """Driver: whether the idle watch is armed and nothing woke it, so that this trigger
+        """Driver: whether the idle watch is armed and nothing woke it within IDLE_PARK_S (or
+        before the query was marked stopping or its live files changed), so that this trigger
         asks the source nothing (`treedist.kafka.idle_watch`, step 2). Once woken it is
         disarmed and the planning looks at the source as usual."""
         if self._watch is None or not self._watch.armed:
             return False
-        if not self._watch.woke(IDLE_WAIT_S):
-            return True
+        marks, until = self._holds.marks(), time.monotonic() + self.idle_park_s
+        while not self._watch.woke(IDLE_WAIT_S):
+            if time.monotonic() >= until or self._holds.stopping() or self._holds.marks() != marks:
+                return True
         self._watch.disarm()
         return False
 

@@ -9,7 +9,7 @@ import json
 import logging
 import os
 
-from treedist.records import holds
+from treedist.records import ahead, holds
 from treedist.records.errors import PipelineError
 from treedist.records.plan import ClusterPlan
 from treedist.spark.checkpoint_fs import CheckpointStoreError, join
@@ -80,6 +80,17 @@ class LiveFiles:
             self._now = (mtime, now)
         return self._now[1]
 
+    def marks(self) -> tuple:
+        """What the driver last wrote for this query (live targets, holds), as a value that
+        changes when it writes again: a planner parked in the idle watch ends its wait on a
+        change, or once the query is `stopping` (`DistributorReader._asleep`). Two stats."""
+        live = self.plan.live_targets
+        return (_mtime(live), _mtime(holds.held_file(live))) if live else ()
+
+    def stopping(self) -> bool:
+        """The driver marked the query stopping (`treedist.records.ahead.mark_stopping`)."""
+        return ahead.is_stopping(self.plan.live_targets)
+
     def abandoned(self, start_token: str, initial: bool = False) -> dict[int, dict]:
         """The entries of the batch the driver abandoned (`holds.abandonment`) if it was
         planned from `start_token` (`initial`: the batch being planned starts at the offset
@@ -93,3 +104,10 @@ class LiveFiles:
                 raise PipelineError(f"{self.plan.query_name}: reading {holds.ABANDONED_FILE}: {err}") from None
             self._record = json.loads(text) if text else {}
         return holds.from_record(self._record, start_token, initial)
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except FileNotFoundError:
+        return None

@@ -7,6 +7,7 @@ Offsets travel through JSON between calls, as Spark hands them over."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 from confluent_kafka import Producer
@@ -16,7 +17,8 @@ from treedist.config import parse_deployment
 from treedist.local.deployment import local_deployment
 from treedist.records.plan import plan_cluster
 from treedist.records.positions import LevelPositions, batch_windows
-from treedist.records.distributor_source import DistributorReader
+from treedist.records import ahead, holds
+from treedist.records.distributor_source import IDLE_PARK_S, IDLE_WAIT_S, DistributorReader
 
 from tests.e2e.workload import create_topic_everywhere
 
@@ -58,6 +60,7 @@ def _plan_once(reader: DistributorReader, start: dict) -> dict:
 def test_a_quiet_source_is_watched_not_polled_and_its_next_record_is_planned(local_kafka, unique_topic):
     bootstrap, plan = _plan(local_kafka, unique_topic, "300 milliseconds")
     reader = DistributorReader(plan, counters=None)
+    reader.idle_park_s = 1.0  # each quiet trigger below is parked this long
     try:
         _produce(bootstrap["c1"], unique_topic, 4)
         end = _plan_once(reader, reader.initialOffset())
@@ -83,6 +86,40 @@ def test_a_quiet_source_is_watched_not_polled_and_its_next_record_is_planned(loc
         windows = batch_windows(LevelPositions.from_dict(end), LevelPositions.from_dict(after))
         assert [(w.partition, w.from_offset, w.until_offset) for w in windows] == [(1, 0, 3)]
         assert not reader._watch.armed  # woken: planning as usual while records flow
+    finally:
+        reader.stop()
+
+
+def test_a_parked_planner_hands_the_trigger_back_when_the_driver_writes_for_its_query(local_kafka, unique_topic, tmp_path):
+    # A quiet trigger is parked up to IDLE_PARK_S, in waits of IDLE_WAIT_S; a stop or a change
+    # of the query's live files must not wait for the park's end (a stop waits for the trigger).
+    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
+    create_topic_everywhere(bootstrap, unique_topic, 2)
+    live = str(tmp_path / "c1-targets.json")
+    spec = local_deployment(bootstrap, topics=[unique_topic], distributor={"idle_watch_after": "300 milliseconds"})
+    reader = DistributorReader(plan_cluster(parse_deployment(spec, "<test>"), "c1", live_targets=live), counters=None)
+    try:
+        end = _plan_once(reader, reader.initialOffset())
+        deadline = time.monotonic() + WAIT_S
+        while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
+            assert _plan_once(reader, end) == end
+        waits = []
+        woke = reader._watch.woke
+        reader._watch.woke = lambda wait_s=0.0: waits.append(wait_s) or woke(wait_s)
+
+        assert _plan_once(reader, end) == end  # parked for the whole park: nothing came
+        assert len(waits) > 2 and set(waits) == {IDLE_WAIT_S}  # ~IDLE_PARK_S / IDLE_WAIT_S on an idle machine
+
+        waits.clear()
+        ahead.mark_stopping(live)
+        assert _plan_once(reader, end) == end
+        assert len(waits) == 1  # stopping: the trigger goes back after one wait
+
+        ahead.clear_stopping(live)
+        waits.clear()
+        threading.Timer(2 * IDLE_WAIT_S, lambda: open(holds.held_file(live), "w").write("{}")).start()
+        assert _plan_once(reader, end) == end
+        assert len(waits) < IDLE_PARK_S / IDLE_WAIT_S - 2  # the held file written: back at the next look
     finally:
         reader.stop()
 
