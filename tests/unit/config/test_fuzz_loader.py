@@ -51,3 +51,20 @@ def test_an_unknown_key_with_a_line_breaking_character_is_named_on_one_line():
         message = str(err.value)
         assert len(message.splitlines()) == 1 and message.startswith("deploy.yaml: "), message
         assert key.encode("unicode_escape").decode("ascii") in message
+
+
+def test_an_unset_secret_under_a_line_breaking_key_is_named_on_one_line(monkeypatch):
+    # found by tests/fuzz/test_config.py (2026-12-07): the secrets' message named the cluster
+    # '\x1e' raw, and `treedist topology show` printed its one-line error as two
+    import pytest
+
+    monkeypatch.delenv("TREEDIST_TEST_UNSET", raising=False)
+    with pytest.raises(ConfigError) as err:
+        parse_deployment({"clusters": {"\x1e": "${env:TREEDIST_TEST_UNSET}"}}, "deploy.yaml")
+    message = str(err.value)
+    assert len(message.splitlines()) == 1 and message.startswith("deploy.yaml: clusters.\\x1e: "), message
+
+
+@given(st.text(max_size=40))
+def test_a_config_error_is_one_line_whatever_it_quotes(text):
+    assert len(str(ConfigError(f"deploy.yaml: {text}")).splitlines()) == 1
