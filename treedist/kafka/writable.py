@@ -13,8 +13,8 @@ returns nothing then.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from confluent_kafka.admin import AdminClient, ConfigResource

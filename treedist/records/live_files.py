@@ -36,9 +36,8 @@ class LiveFiles:
         chosen = {lp.level: lp.target for lp in self.plan.levels}
         if not self.plan.live_targets:
             return chosen
-        try:
-            mtime = os.stat(self.plan.live_targets).st_mtime_ns
-        except FileNotFoundError:
+        mtime = _mtime(self.plan.live_targets)
+        if mtime is None:
             return chosen
         if mtime != self._live[0]:
             with open(self.plan.live_targets, encoding="utf-8") as f:
@@ -60,10 +59,7 @@ class LiveFiles:
         if not self.plan.live_targets:
             return {}
         path = holds.held_file(self.plan.live_targets)
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except FileNotFoundError:
-            mtime = None
+        mtime = _mtime(path)
         if mtime != self._now[0]:
             try:
                 with open(path, encoding="utf-8") as f:
