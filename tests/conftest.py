@@ -1,3 +1,9 @@
+import os
+
+# Local brokers JIT with C1 only in the suite (treedist.local.kafka_broker.JIT_ENV): it starts
+# brokers in nearly every test on 2 cores, where C2's compile threads competed with the tests.
+os.environ.setdefault("TREEDIST_LOCAL_BROKER_JIT", "c1")
+
 pytest_plugins = ["tests.fixtures.clusters", "tests.fixtures.spark", "tests.fixtures.etcd", "tests.fixtures.s3", "tests.fixtures.hdfs"]
 
 # The fuzz budget (tests/fuzz): fixed example counts and a deadline per input, so CI time is

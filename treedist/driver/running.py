@@ -247,6 +247,15 @@ class Units:
             self.live_dir = None
 
 
+def halt_query(run: RunningQuery) -> None:
+    """Stop `run`'s query now, its batch in flight not waited for (driver; the supervisor's
+    holds, waits and switches). Marked stopping first: a quiet planner parked for records
+    (`DistributorReader._asleep`) or a lingering task hands its trigger back within one look,
+    instead of keeping the stop waiting up to its park or linger. Raises what the stop raises."""
+    ahead.mark_stopping(run.plan.live_targets)
+    run.query.stop()
+
+
 def stop_query(run: RunningQuery, deadline: float) -> None:
     """Stop `run`'s query once its batch in flight finished or `deadline` passed (driver).
     The query is first marked stopping: a lingering task ends and no new one lingers

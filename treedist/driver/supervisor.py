@@ -26,7 +26,7 @@ from treedist.driver.health import ClusterHealth
 from treedist.driver.holding import abandon_batch
 from treedist.driver.link_state import LinkState, error_summary
 from treedist.driver.query import RunningQuery, last_batch
-from treedist.driver.running import Units
+from treedist.driver.running import Units, halt_query
 from treedist.errors import first_line
 from treedist.records.errors import PipelineError
 from treedist.spark.checkpoint_fs import CheckpointStoreError
@@ -152,7 +152,7 @@ class Supervisor:
         self.units.write_held(run.plan, run.held)
         if run.query.isActive:
             try:
-                run.query.stop()  # its batch in flight waits for the lost target: it is abandoned below
+                halt_query(run)  # its batch in flight waits for the lost target: it is abandoned below
             except Exception as err:  # it may have ended on its own meanwhile
                 log.warning("stopping %s: %s", name, first_line(err))
         batch = self._abandon(name, run)
@@ -193,7 +193,7 @@ class Supervisor:
             if not down:
                 continue
             try:
-                run.query.stop()
+                halt_query(run)
             except Exception as err:  # it may have ended on its own meanwhile; it waits either way
                 log.warning("stopping %s: %s", name, first_line(err))
             error = f"cluster{'s' if len(down) > 1 else ''} {', '.join(sorted(down))} not answering for {limit:.0f} s"
@@ -245,7 +245,7 @@ class Supervisor:
                 continue
             if run.query.isActive:
                 try:
-                    run.query.stop()  # the batch in flight to a lost target is not committed: replayed to the new one
+                    halt_query(run)  # the batch in flight to a lost target is not committed: replayed to the new one
                 except Exception as err:  # the query may end on its own meanwhile; the restart below is what matters
                     log.warning("stopping %s to switch targets: %s", name, first_line(err))
             run.supervision.on_switch()
