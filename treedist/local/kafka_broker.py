@@ -91,6 +91,7 @@ def nodes_props(node_id: int, voters: str, nodes: int) -> dict[str, str]:
 # cores. Unset (`tiered`, the JVM's default) for the demo and the benchmarks, whose brokers run
 # for long at high rates, where C2's compiled code pays and earlier figures were taken.
 JIT_ENV = "TREEDIST_LOCAL_BROKER_JIT"
+C1_ONLY = "-XX:TieredStopAtLevel=1"  # also for the one-shot StorageTool run (format_storage)
 
 
 def jvm_opts(heap: str | None = None) -> list[str]:
@@ -98,7 +99,7 @@ def jvm_opts(heap: str | None = None) -> list[str]:
     opts = [f"-Xmx{heap}" if opt.startswith("-Xmx") and heap else opt for opt in JVM_OPTS]
     jit = os.environ.get(JIT_ENV, "tiered")
     if jit == "c1":
-        return [opt for opt in opts if not opt.startswith("-XX:CICompilerCount")] + ["-XX:TieredStopAtLevel=1"]
+        return [opt for opt in opts if not opt.startswith("-XX:CICompilerCount")] + [C1_ONLY]
     if jit != "tiered":
         raise LocalClusterError(f"{JIT_ENV}={jit!r}: expected 'c1' or 'tiered'")
     return opts
@@ -154,7 +155,7 @@ def format_storage(data_dir: Path, props_file: Path, scram: list[str] | None = N
     machine (load average ~80)."""
     if (data_dir / "logs" / "meta.properties").exists():
         return
-    cmd = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(),
+    cmd = [java(), "-Xmx256m", C1_ONLY, "-cp", classpath(),
            f"-Dlog4j2.configurationFile={LOG4J2}", "kafka.tools.StorageTool", "format",
            "-t", cluster_id(data_dir), "-c", str(props_file), "--ignore-formatted"]
     for entry in scram or []:
