@@ -230,6 +230,7 @@ def _python_workers(bed, host: str) -> dict[int, tuple[str, str]]:
     return found
 
 
+@pytest.mark.long
 def test_executors_run_the_environment_shipped_with_spark_archives(netbed, tmp_path):
     """The venv packed by `treedist pack-env`, shipped with `spark.archives` and unpacked by
     Spark in each executor's directory: the executors' Python workers run its interpreter and
@@ -320,6 +321,7 @@ def _wait_active_on_both(bed, timeout_s: float = 60.0) -> None:
         time.sleep(1)
 
 
+@pytest.mark.long
 def test_the_link_to_a_worker_host_down_for_30_s_loses_nothing(netbed, tmp_path):
     """The worker1 host's link to the bridge goes down for 30 s mid-stream (its executor
     reaches neither the driver nor the brokers, nothing reaches it) and comes back: the
@@ -345,6 +347,7 @@ def test_the_link_to_a_worker_host_down_for_30_s_loses_nothing(netbed, tmp_path)
         stop_all([driver.pid] if driver.is_ours() else [], grace=60)
 
 
+@pytest.mark.long
 def test_a_worker_host_killed_mid_stream_loses_nothing(netbed, tmp_path):
     """Every process of the worker1 host (the Spark worker, its executor and Python workers)
     is SIGKILLed mid-stream: the tasks run again on worker2's executor, every record reaches
@@ -385,6 +388,7 @@ def _round_trip_ms(bootstrap: str, samples: int = 10) -> float:
     return sorted(times)[len(times) // 2]
 
 
+@pytest.mark.long
 def test_the_tree_across_a_40_ms_wan_copies_every_record_once(tmp_path):
     """Two data centres, {c1, c2} and {c3, c4}, joined by the WAN proxy
     (treedist.local.wanproxy, 20 ms each way): every broker advertises the proxy on its WAN

@@ -2,7 +2,7 @@
 
 `budget(n)` is the `fuzz` hypothesis profile (tests/conftest.py) with `n` examples (times
 TREEDIST_FUZZ_SCALE); `ran(target, outcome)` counts one input of a target and how it ended
-(e.g. "parsed" or "rejected"). tests/fuzz/conftest.py prints the counts at the end of the
+(e.g. "parsed" or "rejected"). tests/fuzz/report.py prints the counts at the end of the
 session and writes them to `<basetemp>/fuzz-counts.json`.
 """
 
