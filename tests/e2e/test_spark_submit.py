@@ -69,6 +69,21 @@ def _wait(predicate, timeout: float, alive, what: str) -> None:
         time.sleep(0.5)
 
 
+def _environment(ui_port: int, app_id: str, attempts: int = 4) -> dict:
+    """The application's environment from its UI's REST API. A few tries: with the suite's two
+    lanes on two cores the UI, busy with the queries' progress events, took over 10 s to answer."""
+    url = f"http://127.0.0.1:{ui_port}/api/v1/applications/{app_id}/environment"
+    for attempt in range(1, attempts + 1):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                return json.loads(answer.read())
+        except (TimeoutError, OSError):
+            if attempt == attempts:
+                raise
+            time.sleep(2)
+    raise AssertionError("unreachable")
+
+
 def test_spark_submit_in_client_mode_on_a_standalone_cluster_copies_every_record_and_stops_on_sigterm(
         local_kafka, tmp_path):
     cluster = start_standalone(tmp_path / "spark", cores=2, memory="1g", timeout=300)  # a loaded machine starts a JVM slowly
@@ -119,9 +134,7 @@ def test_spark_submit_in_client_mode_on_a_standalone_cluster_copies_every_record
             apps = cluster.state()["activeapps"]  # one application: the session spark-submit's JVM made
             assert [a["name"] for a in apps] == [APP_NAME] and apps[0]["cores"] == 2, apps
             assert any((tmp_path / "spark" / "work").glob(f"{apps[0]['id']}/*/stderr"))  # executors on the worker
-            with urllib.request.urlopen(f"http://127.0.0.1:{ui}/api/v1/applications/{apps[0]['id']}/environment",
-                                        timeout=10) as answer:
-                conf = dict(json.loads(answer.read())["sparkProperties"])
+            conf = dict(_environment(ui, apps[0]["id"])["sparkProperties"])
             assert conf["spark.master"] == cluster.url
             assert conf["spark.sql.shuffle.partitions"] == "3" and conf["spark.ui.enabled"] == "true"  # spark-submit's
             assert conf["spark.sql.streaming.numRecentProgressUpdates"] == "7"  # the deployment's

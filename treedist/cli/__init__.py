@@ -14,6 +14,7 @@ import sys
 import typer
 
 from treedist import __version__
+from treedist.cli.common import fit_consoles
 from treedist.errors import TreedistError
 from treedist.memory import limit_malloc_arenas
 
@@ -37,7 +38,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                        help="Print treedist's version and exit.")) -> None:
-    pass
+    fit_consoles()
 
 
 def _register_all() -> None:

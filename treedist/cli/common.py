@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -13,6 +14,15 @@ from treedist.config import Deployment, load_deployment
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+def fit_consoles() -> None:
+    """Take the output width from COLUMNS as it is now (CLI, at each command's start). rich reads
+    COLUMNS once, when a console is made, so a process that runs several commands (a test's
+    CliRunner) printed every table at the width of the environment it was imported in."""
+    columns = os.environ.get("COLUMNS", "")
+    for each in (console, err_console):
+        each.width = int(columns) if columns.isdigit() else None  # type: ignore[assignment]  # None: ask at each print
 
 ConfigOption = typer.Option(..., "--config", "-c", help="Deployment YAML file.", exists=False)
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of tables.")
