@@ -25,7 +25,6 @@ settings.register_profile(
 )
 
 
-
 # The suite's two lanes (scripts/test: pytest-xdist, `--dist loadscope`). The controller collects
 # no test, so the lanes are decided from node IDs alone: a lane takes a whole module, so a
 # module's fixtures start once and its tests keep their order; the modules that make network

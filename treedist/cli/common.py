@@ -24,6 +24,7 @@ def fit_consoles() -> None:
     for each in (console, err_console):
         each.width = int(columns) if columns.isdigit() else None  # type: ignore[assignment]  # None: ask at each print
 
+
 ConfigOption = typer.Option(..., "--config", "-c", help="Deployment YAML file.", exists=False)
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of tables.")
 
