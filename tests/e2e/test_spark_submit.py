@@ -13,13 +13,11 @@ with its own message, naming Python applications."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from treedist.local import free_port
 from treedist.local.deployment import local_deployment
 from treedist.local.spark_standalone import spark_class, start_standalone
 
+from tests.e2e.offsets_workload import wait_for
 from tests.e2e.test_spark_standalone import _tree
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently, wait_until_complete
 from tests.fixtures.http import probe as _probe
@@ -67,21 +66,6 @@ def _wait(predicate, timeout: float, alive, what: str) -> None:
         alive()
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.5)
-
-
-def _environment(ui_port: int, app_id: str, attempts: int = 4) -> dict:
-    """The application's environment from its UI's REST API. A few tries: with the suite's two
-    lanes on two cores the UI, busy with the queries' progress events, took over 10 s to answer."""
-    url = f"http://127.0.0.1:{ui_port}/api/v1/applications/{app_id}/environment"
-    for attempt in range(1, attempts + 1):
-        try:
-            with urllib.request.urlopen(url, timeout=30) as answer:
-                return json.loads(answer.read())
-        except (TimeoutError, OSError):
-            if attempt == attempts:
-                raise
-            time.sleep(2)
-    raise AssertionError("unreachable")
 
 
 def test_spark_submit_in_client_mode_on_a_standalone_cluster_copies_every_record_and_stops_on_sigterm(
@@ -134,7 +118,12 @@ def test_spark_submit_in_client_mode_on_a_standalone_cluster_copies_every_record
             apps = cluster.state()["activeapps"]  # one application: the session spark-submit's JVM made
             assert [a["name"] for a in apps] == [APP_NAME] and apps[0]["cores"] == 2, apps
             assert any((tmp_path / "spark" / "work").glob(f"{apps[0]['id']}/*/stderr"))  # executors on the worker
-            conf = dict(_environment(ui, apps[0]["id"])["sparkProperties"])
+            # a few 30 s tries: beside the suite's other lane the UI, busy with the queries'
+            # progress events, took over 10 s to answer
+            environment = wait_for(lambda: _probe(ui, f"/api/v1/applications/{apps[0]['id']}/environment", timeout=30),
+                                   150, interval=2, each=alive)
+            assert environment is not None and environment[0] == 200, environment
+            conf = dict(environment[1]["sparkProperties"])
             assert conf["spark.master"] == cluster.url
             assert conf["spark.sql.shuffle.partitions"] == "3" and conf["spark.ui.enabled"] == "true"  # spark-submit's
             assert conf["spark.sql.streaming.numRecentProgressUpdates"] == "7"  # the deployment's

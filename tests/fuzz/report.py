@@ -20,14 +20,18 @@ def _is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def _as_json() -> dict[str, dict[str, int]]:
+    return {t: dict(c) for t, c in sorted(COUNTS.items())}
+
+
 def pytest_sessionfinish(session):
     config = session.config
     if _is_worker(config):
-        config.workeroutput["fuzz_counts"] = {t: dict(c) for t, c in COUNTS.items()}
+        config.workeroutput["fuzz_counts"] = _as_json()
         return
     if COUNTS:
         path = config._tmp_path_factory.getbasetemp() / "fuzz-counts.json"  # what tmp_path_factory returns
-        path.write_text(json.dumps({t: dict(c) for t, c in sorted(COUNTS.items())}, indent=2) + "\n")
+        path.write_text(json.dumps(_as_json(), indent=2) + "\n")
 
 
 @pytest.hookimpl(optionalhook=True)
