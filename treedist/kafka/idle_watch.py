@@ -9,15 +9,19 @@ source stays quiet: a consumer assigned at the offsets the planner just read, so
 record past them (or any error the consumer reports: an offset out of range) is in its queue.
 A topic deleted under the watch is no error for librdkafka (its partitions are assigned, not
 subscribed): the full check finds it. The broker holds each fetch until a record lands or
-`fetch.wait.max.ms` passes, so a quiet cluster costs a few small fetches a second, and the
-first record wakes the planner at its next trigger.
+`fetch.wait.max.ms` passes, so a quiet cluster costs one small fetch every few seconds, and
+the first record wakes the planner at once.
 
 Steps, as `treedist.records.distributor_source.DistributorReader` uses it:
 1. `arm(latest)` once the planner found nothing new for a while: assign at `latest`;
 2. `woke(wait_s)` at each trigger while armed: True on any record or error in the queue
-   (waiting up to `wait_s` for one), or once `full_check_s` passed since arming (the planner
-   then looks at everything again: new topics, and anything the watch could not see);
-3. `disarm()` when woke: unassign, so that no record is fetched twice while records flow;
+   (waiting up to `wait_s` for one), or once `full_check_s` passed since arming (`due()`: the
+   planner then looks at the source's listing again: new topics, and anything the watch could
+   not see);
+   2b. `renew()` when that check found the listing as it was: watch on, the full check's clock
+   restarted (no new assignment, no fetch lost);
+3. `disarm()` when woke by anything else: unassign, so that no record is fetched twice while
+   records flow;
 4. `close()` when the query stops.
 The consumer belongs to no group and commits nothing: it only tells that something arrived.
 """
@@ -44,7 +48,13 @@ WATCH_CONSUMER: dict[str, object] = {
     "enable.partition.eof": False,
     "auto.offset.reset": "error",  # an offset out of range (a topic recreated) is an error: it wakes
     "fetch.min.bytes": 1,
-    "fetch.wait.max.ms": 500,
+    # The broker answers a held fetch as soon as a record lands, so a long wait costs no
+    # latency; it sets how often a quiet watch asks again: at 500 ms, 120 fetches a minute of
+    # every selected partition (600 in the idle benchmark) cost the planner 0.3 CPU seconds a
+    # minute and its broker more (docs/performance.md, "The idle minute's last levers").
+    # What a long wait can delay: a record of a partition newly assigned while the previous
+    # assignment's fetch is still held (a topic added in the same check), by up to the wait.
+    "fetch.wait.max.ms": 5000,
     "max.partition.fetch.bytes": 1024,
     "fetch.max.bytes": 1 << 20,  # librdkafka wants at least message.max.bytes (watch_settings)
     "queued.min.messages": 1,
@@ -113,6 +123,15 @@ class IdleWatch:
         except KafkaException as err:
             log.info("cluster %s: watch for new records: %s", self.cluster, err)
             return True
+
+    def due(self) -> bool:
+        """Whether the full check is due (step 2): armed for `full_check_s` or longer."""
+        return self._armed_at is not None and self._clock() - self._armed_at >= self.full_check_s
+
+    def renew(self) -> None:
+        """Step 2b: the check found nothing new; keep watching from the same assignment."""
+        if self._armed_at is not None:
+            self._armed_at = self._clock()
 
     def disarm(self) -> None:
         """Step 3: stop fetching (records then flow through the query alone)."""

@@ -71,6 +71,7 @@ from treedist.records.positions import (
     with_topic_ids,
 )
 from treedist.spark.checkpoint_fs import CheckpointStoreError
+from treedist.kafka.errors import KafkaLayerError
 from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey
 
 if TYPE_CHECKING:
@@ -127,6 +128,7 @@ class DistributorReader(DataSourceStreamReader):
         # copied ahead): see _record_copied_ahead_now.
         self._quiet: tuple[str, float] = ("", 0.0)
         self._watch = None  # IdleWatch (driver only), made when the source first stays quiet
+        self._ids: dict[str, str] | None = None  # the listed topics' IDs at the last planning
         self._quiet_since: float | None = None  # since when every planning found nothing new
         self._holds = LiveFiles(plan)  # live targets, held levels, abandoned batch
         self._initial_token = ""  # batch_token of what initialOffset returned in this run
@@ -225,6 +227,7 @@ class DistributorReader(DataSourceStreamReader):
         # partitions only fails as a whole); its partitions count as gone.
         recorded = topic_ids(start)
         ids, gone = reader.topic_ids({tp.topic for tp in listed})
+        self._ids = dict(ids)  # what the idle watch's full check compares with (_listing_unchanged)
         recreated = {t: (recorded[t], ids[t]) for t in recreated_topics(recorded, ids)}
         latest = reader.offsets(sorted(tp for tp in known if tp.topic not in gone), "latest")
         reset = self._restarts(begin, known, latest, reader, recreated)
@@ -262,8 +265,32 @@ class DistributorReader(DataSourceStreamReader):
         while not self._watch.woke(IDLE_WAIT_S):
             if time.monotonic() >= until or self._holds.stopping() or self._holds.marks() != marks:
                 return True
+        if self._watch.due() and self._listing_unchanged():
+            self._watch.renew()  # a record that came meanwhile wakes the next trigger's first look
+            return True
         self._watch.disarm()
         return False
+
+    def _listing_unchanged(self) -> bool:
+        """Driver, at the idle watch's full check: whether the planning can go on sleeping.
+        Yes when the source lists the same partitions, every one on its targets, their topics
+        have the IDs the last planning saw (none deleted and created again), no level is held
+        and no partition is gone: anything else about the watched partitions reaches the
+        watch itself (a record). Then a quiet source costs a metadata and a DescribeTopics
+        request per check instead of a planning (those and the latest offsets of every
+        partition) and a new assignment of them all. Otherwise the planning looks at
+        everything."""
+        if self._waiting or self._gone or self._ids is None or self._holds.held():
+            return False
+        before = list(self._listing)
+        try:
+            if self._partitions(force=True) != before or self._waiting:
+                return False
+            ids, gone = self._reader().topic_ids({tp.topic for tp in before})
+            return not gone and dict(ids) == self._ids
+        except KafkaLayerError as err:  # the planning that follows reports it
+            log.info("cluster %s: listing at the idle watch's check: %s", self.plan.cluster, err)
+            return False
 
     def _note_quiet(self, quiet: bool, latest: dict[TopicPartitionKey, int]) -> None:
         """Driver: after a planning that found nothing new (`quiet`) for

@@ -29,7 +29,7 @@ from treedist.local.demo import DemoWorkload
 from treedist.local.deployment import local_deployment
 from treedist.ops.logs import setup_logging
 from treedist.ops.serve import serve
-from treedist.ops.snapshot import StatusJob, StatusSource
+from treedist.ops.snapshot import StatusJob, StatusSource, quiet
 from treedist.driver.app import DistributionApp, background_jobs
 from tests.e2e.workload import create_topic_everywhere
 
@@ -68,7 +68,7 @@ def live(spark, tmp_path_factory):
         stack.callback(workload.stop)
         _wait(lambda: all(l["last_batch"] is not None for l in source.refresh()["links"]), 180, "first batches")
         yield {"app": app, "source": source, "config": config, "clusters": clusters, "urls": urls,
-               "log_file": log_file, "base": base}
+               "log_file": log_file, "base": base, "workload": workload}
     logging.getLogger().handlers.clear()
 
 
@@ -250,3 +250,40 @@ def test_client_reads_origins_of_real_copies(live):
         origin = origin_of(msg.headers())
         assert origin.cluster in ("c1", "c3", "c4") and origin.topic == TOPIC
         assert all(not name.startswith("treedist-") for name, _ in strip_headers(msg.headers()))
+
+
+def test_a_quiet_deployment_skips_status_refreshes_until_the_driver_sees_a_change(live):
+    """Last in the module: it stops the workload. The status job refreshes once, finds every
+    link copied up, and then asks no broker while nothing the driver sees moves; the next
+    record copied (live counters) brings the next pass's refresh back."""
+    live["workload"].stop()
+    source = live["source"]
+    _wait(lambda: quiet(source.refresh()), 120, "every link copied up")
+    counting = _CountingRefreshes(source)
+    job = StatusJob(counting)  # the fixture's own status job goes on refreshing beside it
+    job.quiet_refresh_s = 3600.0  # the skip, not its bound, is what is checked here
+    _wait(lambda: job.run_once() or job._quiet_at is not None, 60, "a refresh that finds it quiet")
+    count = counting.refreshes
+    for _ in range(3):
+        job.run_once()
+    assert counting.refreshes == count and job.skipped >= 3
+
+    before = source.live_signature()
+    _burst(live["clusters"].bootstrap["c1"], 1)
+    _wait(lambda: source.live_signature() != before, 60, "the record's copy in the live counters")
+    job.run_once()
+    assert counting.refreshes == count + 1
+
+
+class _CountingRefreshes:
+    """A StatusSource whose full refreshes are counted."""
+
+    def __init__(self, inner: StatusSource) -> None:
+        self.inner, self.refreshes = inner, 0
+
+    def refresh(self) -> dict:
+        self.refreshes += 1
+        return self.inner.refresh()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)

@@ -137,3 +137,44 @@ def test_idle_watch_after_zero_keeps_asking_at_every_trigger(local_kafka, unique
         assert counting.calls >= 3 and reader._watch is None
     finally:
         reader.stop()
+
+
+def test_the_full_check_of_a_quiet_source_lists_it_and_keeps_watching_until_a_topic_comes(local_kafka, unique_topic):
+    # At the watch's full check (every topic_refresh_seconds) a source that lists the same
+    # partitions stays watched: one metadata request, no offsets asked, no new assignment. A
+    # selected topic created meanwhile ends the sleep, and the planning registers it.
+    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
+    create_topic_everywhere(bootstrap, unique_topic, 2)
+    later = f"{unique_topic}-later"
+    spec = local_deployment(bootstrap, topics=[unique_topic, later],
+                            distributor={"idle_watch_after": "300 milliseconds", "topic_refresh_seconds": "1s"})
+    reader = DistributorReader(plan_cluster(parse_deployment(spec, "<test>"), "c1"), counters=None)
+    reader.idle_park_s = 0.5
+    try:
+        end = _plan_once(reader, reader.initialOffset())
+        counting = CountingReader(reader._reader())
+        reader._offsets = counting
+        deadline = time.monotonic() + WAIT_S
+        while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
+            assert _plan_once(reader, end) == end
+        assert reader._watch.armed
+        renewed = []
+        renew = reader._watch.renew
+        reader._watch.renew = lambda: renewed.append(1) or renew()
+        asked = counting.calls
+        until = time.monotonic() + 3.5  # three full checks or more
+        while time.monotonic() < until:
+            assert _plan_once(reader, end) == end
+            assert reader._watch.armed
+        assert len(renewed) >= 2 and counting.calls == asked
+
+        create_topic_everywhere(bootstrap, later, 1)
+        deadline = time.monotonic() + WAIT_S
+        after = end
+        while after == end and time.monotonic() < deadline:
+            after = _plan_once(reader, end)
+        assert not reader._watch.armed and counting.calls > asked  # woken by the listing: planned as usual
+        registered = LevelPositions.from_dict(after).partitions() - LevelPositions.from_dict(end).partitions()
+        assert {(tp.topic, tp.partition) for tp in registered} == {(later, 0)}
+    finally:
+        reader.stop()
