@@ -52,6 +52,7 @@ from treedist.records.errors import PipelineError
 from treedist.records.live_files import LiveFiles
 from treedist.records.legacy import last_committed_end
 from treedist.records.plan import ClusterPlan
+from treedist.records.quiet_source import IDLE_PARK_S, IDLE_WAIT_S, QuietSource  # noqa: F401 (IDLE_*: imported from here too)
 from treedist.records.task_summary import SUMMARY_SCHEMA, summary_batch
 from treedist.records.positions import (
     LevelPositions,
@@ -71,21 +72,12 @@ from treedist.records.positions import (
     with_topic_ids,
 )
 from treedist.spark.checkpoint_fs import CheckpointStoreError
-from treedist.kafka.errors import KafkaLayerError
 from treedist.kafka.read_positions import KafkaOffsets, TopicPartitionKey
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 log = logging.getLogger(__name__)
-
-# One wait of a quiet query's planner in the idle watch for a record (a record ends it when
-# it lands); between two, the planner looks at what the driver wrote for the query.
-IDLE_WAIT_S = 0.5
-# How long a quiet planner keeps the trigger while nothing arrives, in waits of IDLE_WAIT_S:
-# each trigger costs the JVM and the planner a few ms whatever it finds, and a record, a stop
-# or anything else the driver writes for the query (`LiveFiles.marks`) ends the park at once.
-IDLE_PARK_S = 5.0
 
 # How long a query waits for new records before it runs a batch that only records what the
 # previous batch copied ahead (`DistributorReader._record_copied_ahead_now`).
@@ -101,12 +93,11 @@ def task_ahead_limit(plan: ClusterPlan, read: int, tasks: int) -> int | None:
     return ahead_share(read, plan.distributor.max_records_per_trigger or None, tasks)
 
 
-class DistributorReader(DataSourceStreamReader):
+class DistributorReader(QuietSource, DataSourceStreamReader):
     """Planning methods run in the query's long-lived driver-side Python process (state
     survives between calls); `read` runs in executors."""
 
     record_ahead_after_s = RECORD_AHEAD_AFTER_S
-    idle_park_s = IDLE_PARK_S
 
     def __init__(self, plan: ClusterPlan, counters) -> None:
         self.plan = plan
@@ -129,6 +120,7 @@ class DistributorReader(DataSourceStreamReader):
         self._quiet: tuple[str, float] = ("", 0.0)
         self._watch = None  # IdleWatch (driver only), made when the source first stays quiet
         self._ids: dict[str, str] | None = None  # the listed topics' IDs at the last planning
+        self._planned_marks: tuple | None = None  # LiveFiles.marks() at the last planning
         self._quiet_since: float | None = None  # since when every planning found nothing new
         self._holds = LiveFiles(plan)  # live targets, held levels, abandoned batch
         self._initial_token = ""  # batch_token of what initialOffset returned in this run
@@ -209,6 +201,7 @@ class DistributorReader(DataSourceStreamReader):
             self.plan = replace(self.plan, hold_file=None)
         if self._asleep():
             return start  # the source is quiet: nothing asked of its brokers (_note_quiet)
+        self._planned_marks = self._holds.marks()  # what this planning reads the targets and holds under
         begin = LevelPositions.from_dict(start)
         token = batch_token(start)  # the previous batch's identity
         copied = self._copied_ahead(token, begin)
@@ -253,65 +246,6 @@ class DistributorReader(DataSourceStreamReader):
         out = holds.with_entries(out, found)
         self._note_quiet(out == start and not copied and not registered, latest)
         return out
-
-    def _asleep(self) -> bool:
-        """Driver: whether the idle watch is armed and nothing woke it within IDLE_PARK_S (or
-        before the query was marked stopping or its live files changed), so that this trigger
-        asks the source nothing (`treedist.kafka.idle_watch`, step 2). Once woken it is
-        disarmed and the planning looks at the source as usual."""
-        if self._watch is None or not self._watch.armed:
-            return False
-        marks, until = self._holds.marks(), time.monotonic() + self.idle_park_s
-        while not self._watch.woke(IDLE_WAIT_S):
-            if time.monotonic() >= until or self._holds.stopping() or self._holds.marks() != marks:
-                return True
-        if self._watch.due() and self._listing_unchanged():
-            self._watch.renew()  # a record that came meanwhile wakes the next trigger's first look
-            return True
-        self._watch.disarm()
-        return False
-
-    def _listing_unchanged(self) -> bool:
-        """Driver, at the idle watch's full check: whether the planning can go on sleeping.
-        Yes when the source lists the same partitions, every one on its targets, their topics
-        have the IDs the last planning saw (none deleted and created again), no level is held
-        and no partition is gone: anything else about the watched partitions reaches the
-        watch itself (a record). Then a quiet source costs a metadata and a DescribeTopics
-        request per check instead of a planning (those and the latest offsets of every
-        partition) and a new assignment of them all. Otherwise the planning looks at
-        everything."""
-        if self._waiting or self._gone or self._ids is None or self._holds.held():
-            return False
-        before = list(self._listing)
-        try:
-            if self._partitions(force=True) != before or self._waiting:
-                return False
-            ids, gone = self._reader().topic_ids({tp.topic for tp in before})
-            return not gone and dict(ids) == self._ids
-        except KafkaLayerError as err:  # the planning that follows reports it
-            log.info("cluster %s: listing at the idle watch's check: %s", self.plan.cluster, err)
-            return False
-
-    def _note_quiet(self, quiet: bool, latest: dict[TopicPartitionKey, int]) -> None:
-        """Driver: after a planning that found nothing new (`quiet`) for
-        `distributor.idle_watch_after` in a row, arm the idle watch at `latest`, the offsets
-        everything was read up to; any planning that found something ends the quiet.
-        Not on a cluster whose fetches would not long-poll (no topic IDs: noida-db)."""
-        if not quiet:
-            self._quiet_since = None
-            return
-        now = time.monotonic()
-        if self._quiet_since is None:
-            self._quiet_since = now
-        after = self.plan.distributor.idle_watch_after
-        if after <= 0 or now - self._quiet_since < after or not self._reader().has_topic_ids:
-            return
-        if self._watch is None:
-            from treedist.kafka.idle_watch import IdleWatch
-
-            self._watch = IdleWatch(self.plan.consumer, cluster=self.plan.cluster,
-                                    full_check_s=self.plan.distributor.topic_refresh_seconds)
-        self._watch.arm(latest)
 
     def _record_copied_ahead_now(self, token: str) -> bool:
         """Driver: nothing is new past what the batch `token` copied ahead. Should

@@ -178,3 +178,31 @@ def test_the_full_check_of_a_quiet_source_lists_it_and_keeps_watching_until_a_to
         assert {(tp.topic, tp.partition) for tp in registered} == {(later, 0)}
     finally:
         reader.stop()
+
+
+def test_the_full_check_plans_again_once_the_driver_wrote_for_the_query(local_kafka, unique_topic, tmp_path):
+    # A target switched or released while the source is quiet leaves a level with positions to
+    # catch up and no record to wake the watch: the next full check must plan, not watch on.
+    bootstrap = {c: local_kafka.bootstrap[c] for c in ("c1", "c2")}
+    create_topic_everywhere(bootstrap, unique_topic, 2)
+    live = str(tmp_path / "c1-targets.json")
+    spec = local_deployment(bootstrap, topics=[unique_topic],
+                            distributor={"idle_watch_after": "300 milliseconds", "topic_refresh_seconds": "1s"})
+    reader = DistributorReader(plan_cluster(parse_deployment(spec, "<test>"), "c1", live_targets=live), counters=None)
+    reader.idle_park_s = 0.5
+    try:
+        end = _plan_once(reader, reader.initialOffset())
+        counting = CountingReader(reader._reader())
+        reader._offsets = counting
+        deadline = time.monotonic() + WAIT_S
+        while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
+            assert _plan_once(reader, end) == end
+        asked = counting.calls
+        with open(holds.held_file(live), "w") as f:
+            f.write("{}")  # the driver writes the query's held file: nothing held, but written
+        deadline = time.monotonic() + WAIT_S
+        while counting.calls == asked and time.monotonic() < deadline:
+            assert _plan_once(reader, end) == end
+        assert counting.calls > asked  # planned at the check (offsets asked), not watched on
+    finally:
+        reader.stop()
