@@ -57,6 +57,15 @@ def _plan_once(reader: DistributorReader, start: dict) -> dict:
     return json.loads(json.dumps(reader.latestOffset(json.loads(json.dumps(start)), ReadAllAvailable())))
 
 
+def _plan_until_armed(reader: DistributorReader, end: dict, pause_s: float = 0.0) -> None:
+    """Plan the quiet source (each planning finds nothing past `end`) until the idle watch is
+    armed, or WAIT_S passed (the caller's next step then fails on the unarmed watch)."""
+    deadline = time.monotonic() + WAIT_S
+    while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
+        assert _plan_once(reader, end) == end
+        time.sleep(pause_s)
+
+
 def test_a_quiet_source_is_watched_not_polled_and_its_next_record_is_planned(local_kafka, unique_topic):
     bootstrap, plan = _plan(local_kafka, unique_topic, "300 milliseconds")
     reader = DistributorReader(plan, counters=None)
@@ -67,10 +76,7 @@ def test_a_quiet_source_is_watched_not_polled_and_its_next_record_is_planned(loc
         counting = CountingReader(reader._reader())
         reader._offsets = counting
         # Quiet: the same end comes back, and after idle_watch_after the watch is armed.
-        deadline = time.monotonic() + WAIT_S
-        while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
-            assert _plan_once(reader, end) == end
-            time.sleep(0.1)
+        _plan_until_armed(reader, end, pause_s=0.1)
         assert reader._watch is not None and reader._watch.armed
         asked = counting.calls
         for _ in range(5):  # armed: the triggers ask the broker nothing
@@ -100,9 +106,7 @@ def test_a_parked_planner_hands_the_trigger_back_when_the_driver_writes_for_its_
     reader = DistributorReader(plan_cluster(parse_deployment(spec, "<test>"), "c1", live_targets=live), counters=None)
     try:
         end = _plan_once(reader, reader.initialOffset())
-        deadline = time.monotonic() + WAIT_S
-        while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
-            assert _plan_once(reader, end) == end
+        _plan_until_armed(reader, end)
         waits = []
         woke = reader._watch.woke
         reader._watch.woke = lambda wait_s=0.0: waits.append(wait_s) or woke(wait_s)
@@ -154,9 +158,7 @@ def test_the_full_check_of_a_quiet_source_lists_it_and_keeps_watching_until_a_to
         end = _plan_once(reader, reader.initialOffset())
         counting = CountingReader(reader._reader())
         reader._offsets = counting
-        deadline = time.monotonic() + WAIT_S
-        while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
-            assert _plan_once(reader, end) == end
+        _plan_until_armed(reader, end)
         assert reader._watch.armed
         renewed = []
         renew = reader._watch.renew
@@ -194,9 +196,7 @@ def test_the_full_check_plans_again_once_the_driver_wrote_for_the_query(local_ka
         end = _plan_once(reader, reader.initialOffset())
         counting = CountingReader(reader._reader())
         reader._offsets = counting
-        deadline = time.monotonic() + WAIT_S
-        while not (reader._watch is not None and reader._watch.armed) and time.monotonic() < deadline:
-            assert _plan_once(reader, end) == end
+        _plan_until_armed(reader, end)
         asked = counting.calls
         with open(holds.held_file(live), "w") as f:
             f.write("{}")  # the driver writes the query's held file: nothing held, but written
