@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from treedist.local.deployment import local_deployment
 from treedist.local.launcher import free_port
 
+from tests.e2e.offsets_workload import wait_for
 from tests.e2e.workload import create_topic_everywhere, produce_concurrently
 from tests.fixtures.http import probe as _probe
 
@@ -48,6 +49,12 @@ def _view(port: int) -> dict | None:
             return json.loads(answer.read())
     except OSError:
         return None
+
+
+def _ready(port: int) -> tuple[int, dict] | None:
+    """/readyz's answer once it is 200, else None."""
+    answer = _probe(port, "/readyz")
+    return answer if answer is not None and answer[0] == 200 else None
 
 
 def test_a_worker_serves_the_metrics_of_the_units_it_runs(local_kafka, etcd, tmp_path):
@@ -122,10 +129,13 @@ def test_a_worker_serves_the_metrics_of_the_units_it_runs(local_kafka, etcd, tmp
         assert scraped["treedist_process_tree_resident_memory_bytes"][0].value > 0
         assert {(s.labels["distributor"], s.labels["kind"], s.value) for s in scraped["treedist_target_switches_total"]} == {
             (d, k, 0.0) for d in ("c1-L1", "c2-L1") for k in ("failover", "failback")}
-        # both ports: alive, and ready with both queries running and etcd answering
+        # both ports: alive, and ready with both queries running and etcd answering. A copy is
+        # counted when its task ends; the query runs (its first progress) once that batch has
+        # committed and the worker's loop has looked: a query whose first batch carried these
+        # records may still be starting at the scrape (CI, stop 53), so readiness is waited for.
         for port in (view_port, metrics_port):
             assert _probe(port, "/healthz")[0] == 200
-            status, body = _probe(port, "/readyz")
+            status, body = wait_for(lambda: _ready(port), timeout=60, interval=0.5) or _probe(port, "/readyz")
             assert (status, body) == (200, {"worker": "m1", "ready": True, "etcd": {"reachable": True},
                                             "units": {"messages/c1": "running", "messages/c2": "running"}}), output()
     finally:
