@@ -2,8 +2,8 @@
 
 A query that writes to a cluster that went away does not fail at once: its producer retries
 until `distributor.delivery_timeout_ms`. Target failover must not wait that long, so the
-application probes every cluster itself: one metadata request each per `interval_s`, bounded
-by `timeout_s`. `down_for(cluster)` is how long a cluster has not answered without a break
+application probes every cluster itself: one DescribeCluster request each per `interval_s`,
+bounded by `timeout_s`. `down_for(cluster)` is how long a cluster has not answered without a break
 (0 while it answers); `up_for(cluster)` how long it has answered without a break.
 """
 
@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 from confluent_kafka.admin import AdminClient
 
-from treedist.kafka import ClusterUnreachable, admin_client, metadata
+from treedist.kafka import ClusterUnreachable, admin_client, answers, metadata
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +51,26 @@ class ClusterHealth:
             self._thread.join(self.interval_s + self.timeout_s + 1)
 
     def probe(self, clusters: Iterable[str] | None = None) -> set[str]:
-        """Probe now; record and return the clusters that did not answer."""
-        return {cluster for cluster in sorted(self._clients if clusters is None else clusters)
-                if self.topics(cluster) is None}
+        """Probe now (a DescribeCluster request each, `treedist.kafka.answers`: not the
+        metadata of every topic); record and return the clusters that did not answer."""
+        down = set()
+        for cluster in sorted(self._clients if clusters is None else clusters):
+            up = answers(self._admin(cluster), timeout=self.timeout_s)
+            self._record(cluster, up=up)
+            if not up:
+                down.add(cluster)
+        return down
+
+    def _admin(self, cluster: str) -> AdminClient:
+        if cluster not in self._admins:
+            self._admins[cluster] = admin_client(self._clients[cluster])
+        return self._admins[cluster]
 
     def topics(self, cluster: str) -> set[str] | None:
         """One metadata request, recorded as a probe: the names of the topics `cluster` has
         now (those whose metadata carries no error), or None when it does not answer."""
-        if cluster not in self._admins:
-            self._admins[cluster] = admin_client(self._clients[cluster])
         try:
-            md = metadata(cluster, self._admins[cluster], attempts=1, timeout=self.timeout_s)
+            md = metadata(cluster, self._admin(cluster), attempts=1, timeout=self.timeout_s)
         except ClusterUnreachable:
             self._record(cluster, up=False)
             return None

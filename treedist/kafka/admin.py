@@ -33,6 +33,31 @@ def metadata(cluster: str, admin: AdminClient, attempts: int = 5, timeout: float
     )
 
 
+def answers(admin: AdminClient, timeout: float = 2.0) -> bool:
+    """Does the cluster of `admin` answer now? One DescribeCluster request (the brokers and
+    the controller), bounded by `timeout`; never raises.
+
+    Why not metadata: a cluster's full metadata lists every topic and partition, and a
+    liveness check every few seconds paid for all of them (200 topics of 3 partitions: 2.3 ms
+    of the caller's CPU and 7.3 ms of the broker's per request, against 0.3 and 1.0 ms;
+    docs/performance.md, "The health probe"). A broker without DescribeCluster (Kafka before
+    2.8) is asked for metadata instead."""
+    try:
+        admin.describe_cluster(request_timeout=timeout).result(timeout + 1.0)
+        return True
+    except KafkaException as err:
+        code = err.args[0].code() if err.args and isinstance(err.args[0], KafkaError) else None
+        if code not in (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION):
+            return False
+    except Exception:  # the future's own timeout (concurrent.futures.TimeoutError), a closed client
+        return False
+    try:
+        admin.list_topics(timeout=timeout)
+        return True
+    except KafkaException:
+        return False
+
+
 def partition_counts(
     cluster: str,
     admin: AdminClient,
