@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.harness import contenders, mm2, scale, scale_bench
+from benchmarks.harness import contenders, mm2, scale, scale_bench, spark_rtm
 from benchmarks.harness import wan as two_dcs
 from benchmarks.harness.procs import TreeMeter
 from benchmarks.harness.results import RESULTS, log, machine, median_and_range, watchdog
@@ -73,9 +73,14 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--rate", help="fixed-rate mode: records/s on c1, e.g. 2000 or 2000,10000,50000")
     p.add_argument("--warmup", type=float, default=10.0, help="fixed-rate mode: seconds at the rate before measuring")
     p.add_argument("--contenders", default=",".join(contenders.CONTENDERS),
-                   help=f"of {', '.join(contenders.CONTENDERS + PAIRED_VARIANTS)} "
+                   help=f"of {', '.join(contenders.CONTENDERS + PAIRED_VARIANTS + (contenders.SPARK_RTM,))} "
                         "(treedist_noahead: treedist with distributor.copy_ahead false; treedist_slots3: treedist on local[3,4]; "
-                        "treedist_twoway: single link with c2 distributing too, not passive)")
+                        "treedist_twoway: single link with c2 distributing too, not passive; spark_rtm: Spark's Real-time "
+                        "Mode with Spark's Kafka connector, single_link only, its jars from "
+                        "`python -m benchmarks.harness.spark_kafka`)")
+    p.add_argument("--rtm-batch-duration", default=spark_rtm.DEFAULT_BATCH_DURATION,
+                   help="spark_rtm: the real-time trigger's batch duration, a checkpoint interval: each boundary ends "
+                        f"and restarts the long-running tasks (default {spark_rtm.DEFAULT_BATCH_DURATION!r})")
     p.add_argument("--delivery", default="at_least_once", choices=("at_least_once", "exactly_once"),
                    help="exactly_once: treedist with distributor.delivery exactly_once, MM2 with KIP-618 exactly-once, "
                         "counts and latency read_committed (the contender treedist_alo stays at_least_once)")
@@ -127,7 +132,7 @@ def ratio(a, b):
     return round(a / b, 3) if a and b else None
 
 
-def round_ratios(runs: dict, rate_mode: bool) -> dict:
+def round_ratios(runs: dict, rate_mode: bool, names: tuple[str, ...] = ()) -> dict:
     def fig(c, name):
         if c not in runs:
             return None
@@ -157,6 +162,17 @@ def round_ratios(runs: dict, rate_mode: bool) -> dict:
     if rate_mode and "treedist" in runs and "mm2" in runs:
         for q in ("p50_ms", "p99_ms"):
             out[f"latency_{q[:3]}_treedist_over_mm2"] = ratio(worst(runs["treedist"], q), worst(runs["mm2"], q))
+    # Spark's own record path in Real-time Mode (issue 43 point 4) against treedist and MM2: the
+    # keys whenever it was asked for (None in a round where a side failed), so rounds line up.
+    if contenders.SPARK_RTM in names or contenders.SPARK_RTM in runs:
+        rtm = contenders.SPARK_RTM
+        for a, b in (("treedist", rtm), (rtm, "mm2")):
+            out[f"throughput_{a}_over_{b}"] = ratio(fig(a, "copies_per_second"), fig(b, "copies_per_second"))
+            out[f"cpu_per_copy_{a}_over_{b}"] = ratio(fig(a, "cpu_us_per_copy"), fig(b, "cpu_us_per_copy"))
+            if rate_mode:
+                for q in ("p50_ms", "p99_ms"):
+                    out[f"latency_{q[:3]}_{a}_over_{b}"] = (ratio(worst(runs[a], q), worst(runs[b], q))
+                                                            if a in runs and b in runs else None)
     return out
 
 
@@ -224,6 +240,21 @@ def favours(args, rounds: list[dict], rate_mode: bool) -> tuple[list[str], list[
                        "(fetch.min.bytes 64 KiB, fetch.wait.max.ms 50: treedist.kafka.clients.LINGERING_CONSUMER), "
                        "and so do the loop's in such a run (the same settings; before 2026-11-27 04:00 the loop kept "
                        "fetch.min.bytes 1, ~20 µs more CPU per record at 2,000 rec/s)")
+    if contenders.SPARK_RTM in args.contenders.split(","):
+        fav.append("spark_rtm: at-least-once only, whatever --delivery (Real-time Mode commits offsets once per batch, "
+                   f"--rtm-batch-duration {args.rtm_batch_duration!r}, and replays the batch after a failure); duplicates "
+                   "count as landed")
+        fav.append("spark_rtm: a batch boundary (every --rtm-batch-duration: the long-running tasks end, the offsets are "
+                   "checkpointed, new tasks start) stalls its copies; with a duration longer than a run no boundary falls "
+                   "in the measured window (favours its latency), with a shorter one some do")
+        fav.append("spark_rtm: one read of the source per target (a query per target: Real-time Mode refuses a union of "
+                   "identical sources; single_link has one target) and a task slot per source partition for the whole "
+                   "batch (local[<partitions>,4]: 8 long-running tasks time-share the 2 cores)")
+        fav.append("spark_rtm: its records stay in the JVM (no Python workers; C2 JIT and G1 as MM2's JVM), which favours "
+                   "it against treedist, whose copy path is in Python workers")
+        fav.append("mm2, treedist (bytes per copy): spark_rtm's copies carry one more header than treedist's "
+                   f"({spark_rtm.TIMESTAMP_HEADER}, ~30 bytes: the source's CreateTime, which Spark's Kafka sink cannot "
+                   "set on a copy; the latency probe reads it)")
     if args.delivery == "exactly_once":
         fav.append("exactly_once: landing counts are read_committed last stable offsets, which count each transaction's "
                    "markers (one per partition) as copies: more, smaller transactions raise a contender's rate and lower "
@@ -269,6 +300,15 @@ def main(argv=None) -> int:
     names = [c for c in args.contenders.split(",") if c]
     if contenders.TREEDIST_TWOWAY in names and not scenario.passive:
         raise SystemExit(f"{contenders.TREEDIST_TWOWAY}: {args.scenario} has no passive cluster, so it would run as treedist")
+    if contenders.SPARK_RTM in names:
+        if args.scenario != "single_link":
+            raise SystemExit(f"{contenders.SPARK_RTM}: only the single_link scenario, not {args.scenario}")
+        from benchmarks.harness import spark_kafka
+
+        try:
+            spark_kafka.jars()  # before any broker starts: the missing jars and the command that fetches them
+        except spark_kafka.SparkKafkaJarsError as err:
+            raise SystemExit(str(err)) from None
     rates = [float(r) for r in args.rate.split(",")] if args.rate else []
     started_at = machine()
     workdir = Path(tempfile.mkdtemp(prefix="treedist-vs-mm2-"))
@@ -276,6 +316,7 @@ def main(argv=None) -> int:
                       pss_skip=("broker:", "probe:", "wanproxy")).start()
     clusters = wan = None
     results: dict[str, list[dict]] = {}
+    rule_check = None
     try:
         log(f"starting {len(scenario.clusters)} Apache Kafka clusters in {workdir}")
         # wan: the same clusters in two data centres behind the WAN proxy (harness/wan.py)
@@ -286,7 +327,8 @@ def main(argv=None) -> int:
         if wan is not None:  # the proxy's CPU is the network's: metered apart from every contender's
             meter.add("wanproxy", wan.proxy.pid)
         ctx = Context(scenario, dict(clusters.bootstrap), meter, workdir, args.partitions, args.master, args.skip,
-                      args.window, args.timeout, args.steady_share, args.delivery, wan, distributor_settings(args.distributor))
+                      args.window, args.timeout, args.steady_share, args.delivery, wan, distributor_settings(args.distributor),
+                      rtm_batch_duration=args.rtm_batch_duration)
         for mode in ([f"rate-{int(r)}" for r in rates] or ["drain"]):
             rounds = []
             for i in range(args.rounds):
@@ -309,8 +351,18 @@ def main(argv=None) -> int:
                     if c in runs:
                         log(f"{run_id}: {json.dumps(runs[c].get('steady') or runs[c].get('latency_at_receipt'))}")
                 rounds.append({"round": i, "order": order(names, i), "runs": runs, "failed": failed,
-                               "ratios": round_ratios(runs, mode != "drain")})
+                               "ratios": round_ratios(runs, mode != "drain", tuple(names))})
             results[mode] = rounds
+        if args.smoke and contenders.SPARK_RTM in names:
+            # treedist's copy rule as spark_rtm runs it, on these clusters (harness/spark_rtm_check.py)
+            from benchmarks.harness import spark_rtm_check
+
+            log("spark_rtm: checking the copy rule (flags 1 and 3 not copied; none, 2, 4, malformed copied)")
+            try:
+                rule_check = spark_rtm_check.check(dict(clusters.bootstrap), workdir, args.partitions)
+            except Exception as err:
+                rule_check = {"ok": False, "error": f"{type(err).__name__}: {str(err)[:1500]}"}
+            log(f"spark_rtm rule check: ok={rule_check['ok']}")
     finally:
         meter.stop()
         if clusters is not None:
@@ -319,6 +371,10 @@ def main(argv=None) -> int:
             wan.proxy.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     document = summarize(args, results, started_at, rates)
+    if rule_check is not None:
+        document["spark_rtm_rule_check"] = rule_check
+        if not rule_check["ok"]:
+            document["checks"].append(f"spark_rtm: the copy rule check failed: {json.dumps(rule_check)[:600]}")
     save(args, document)
     return 0
 

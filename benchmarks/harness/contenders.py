@@ -8,7 +8,8 @@ copies a record makes (the same for every contender: checked after each run).
   name). treedist: the 2-cluster deployment (one level over c1, c2) with c2 passive
   (`clusters.c2.passive`: a one-way link, no query on c2), `treedist run -c`; `treedist_twoway`
   the same without passive (c2's query reads every copy and skips it). Loop: one process per
-  core on c1, the partitions split between them.
+  core on c1, the partitions split between them. spark_rtm: one Spark application on c1, one
+  Real-time Mode query (`local[<partitions>,4]`: a task slot per partition), the same topic name.
 - full_sync: c1..c4. MM2: the full mesh, 12 flows, DefaultReplicationPolicy (c1's `t` lands as
   `c1.t` on c2, c3, c4; MM2 never copies a remote topic on: 3 copies per record). treedist: the
   4-cluster reference tree (3 copies per record, c1's records reach c4 in two hops). Loop: one
@@ -46,6 +47,9 @@ SLOTS3_MASTER = "local[3,4]"
 # treedist with no passive cluster: on the single link, c2 then distributes too (its query reads
 # every copy to skip it); the paired baseline of the one-way link MM2's single flow is compared with.
 TREEDIST_TWOWAY = "treedist_twoway"
+# Spark's own record path: Real-time Mode with Spark's Kafka connector, treedist's copy rule in
+# built-in expressions (harness/spark_rtm.py); single_link only, at-least-once whatever `--delivery`.
+SPARK_RTM = "spark_rtm"
 
 
 @dataclass(frozen=True)
@@ -147,11 +151,12 @@ class Handle:
 
 def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path,
           run_id: str, master: str, delivery: str = "at_least_once", wan=None,
-          distributor: dict | None = None) -> tuple[Handle, dict]:
+          distributor: dict | None = None, rtm_batch_duration: str | None = None) -> tuple[Handle, dict]:
     """Start `contender` copying `topic`; returns its handle and the settings it runs with.
     `delivery` exactly_once: MM2 with KIP-618's exactly-once, treedist with
     `distributor.delivery: exactly_once` (`treedist_alo` stays at_least_once). `wan` (the
-    wan scenario's TwoDataCentres): a process per data centre (benchmarks/harness/wan.py)."""
+    wan scenario's TwoDataCentres): a process per data centre (benchmarks/harness/wan.py).
+    `rtm_batch_duration`: spark_rtm's real-time trigger (its checkpoint interval)."""
     if wan is not None:
         from benchmarks.harness import wan as two_dcs
 
@@ -172,6 +177,8 @@ def start(contender: str, scenario: Scenario, boot: dict[str, str], topic: str, 
                                   passive=() if contender == TREEDIST_TWOWAY else scenario.passive)
         run = TreedistRun(config, workdir / f"{run_id}.log")
         return Handle(run_id, [run.proc], [run.log_file], lambda: run.stop()), {"deployment": config.read_text()}
+    if contender == SPARK_RTM:
+        return _spark_rtm(scenario, boot, topic, partitions, workdir, run_id, rtm_batch_duration)
     if contender == "loop":
         # "The same client settings as treedist": when treedist's tasks linger, their consumers
         # batch their fetches (treedist.kafka.clients.lingering_consumer_settings), so the loop's do too.
@@ -210,3 +217,35 @@ def _loops(scenario: Scenario, boot: dict[str, str], topic: str, partitions: int
         specs.append({"cluster": cluster, "partitions": owned, "levels": spec["levels"]})
     return Handle(run_id, procs, logs), {"processes": specs, "commit_every_s": 1.0, "gc": "disabled",
                                          "lingering_consumer_settings": lingering}
+
+
+def timestamp_header(contender: str) -> str | None:
+    """The header holding the source record's CreateTime on a contender's copies, when the
+    copies' own CreateTime is not the source's: Spark's Kafka sink cannot set a record's
+    timestamp, so spark_rtm's copies carry it in a header (the latency probe reads it)."""
+    from benchmarks.harness import spark_rtm
+
+    return spark_rtm.TIMESTAMP_HEADER if contender == SPARK_RTM else None
+
+
+def _spark_rtm(scenario: Scenario, boot: dict[str, str], topic: str, partitions: int, workdir: Path, run_id: str,
+               batch_duration: str | None) -> tuple[Handle, dict]:
+    from benchmarks.harness import spark_kafka, spark_rtm
+
+    if scenario.name != "single_link":
+        raise ValueError(f"{SPARK_RTM}: only the single_link scenario (c1 -> c2), not {scenario.name}")
+    spark_kafka.jars()  # missing jars: the error names them and the command that fetches them
+    routes = levels(scenario.tree)["c1"]  # [(mask 1, bit 1, "c2")]: c2 is passive, nothing runs there
+    duration = batch_duration or spark_rtm.DEFAULT_BATCH_DURATION
+    cmd = spark_rtm.command("c1", boot, topic, partitions, routes, workdir / f"ck-{run_id}", duration)
+    log = workdir / f"{run_id}.log"
+    run = spark_rtm.SparkRtmRun(cmd, log, REPO)
+
+    def stop() -> None:  # SIGINT to its group: the queries stop, its summary is its log's last line
+        handle.outputs.append(run.stop())
+
+    handle = Handle(run_id, [run.proc], [log], stop)
+    return handle, {"command": cmd[1:], "master": spark_rtm.master_for(partitions, len(routes)),
+                    "batch_duration": duration, "connector": f"spark-sql-kafka-0-10_2.13 {spark_kafka.version()}",
+                    "producer": spark_rtm.producer_settings(), "consumer": spark_rtm.CONSUMER,
+                    "timestamp_header": spark_rtm.TIMESTAMP_HEADER}

@@ -4,7 +4,9 @@ process, so that its CPU (and its GIL) is not the benchmark's sampler's or produ
 
 Run: python -m benchmarks.harness.latency_probe '<json: targets [{name, bootstrap, topic,
 partitions, origin (optional: only copies whose `origin_header` value starts with it, e.g. `c1/`:
-treedist's copies of one cluster's records among the others' in the same topic), origin_header}],
+treedist's copies of one cluster's records among the others' in the same topic), origin_header,
+timestamp_header (optional: the source record's CreateTime, decimal ms, is in this header of the
+copy, not the copy's own CreateTime: spark_rtm's, whose sink cannot set a record's timestamp)}],
 read_committed (optional: exactly-once runs read as their users must)>'. It prints `ready` once its consumers are assigned (at the end of each
 partition), then reads one JSON line on stdin, {from_ms, until_ms, expected}: the CreateTime
 range of the measured records and how many were produced in it; it keeps receiving until
@@ -41,6 +43,7 @@ class Receiver(threading.Thread):
         self.halt = threading.Event()
         origin = target.get("origin")
         self.origin = (target.get("origin_header", "treedist-origin"), origin.encode()) if origin else None
+        self.stamp = target.get("timestamp_header")
 
     def wanted(self, msg) -> bool:
         if self.origin is None:
@@ -48,14 +51,23 @@ class Receiver(threading.Thread):
         name, prefix = self.origin
         return any(k == name and v is not None and v.startswith(prefix) for k, v in msg.headers() or ())
 
+    def created(self, msg) -> int:
+        """The source record's CreateTime (ms): the copy's own, or the timestamp header's value."""
+        if self.stamp is None:
+            return msg.timestamp()[1]
+        for k, v in reversed(msg.headers() or ()):
+            if k == self.stamp and v:
+                return int(v)
+        return msg.timestamp()[1]  # a copy without it: its own CreateTime (never expected)
+
     def run(self) -> None:
-        consume, samples = self.consumer.consume, self.samples
+        consume, samples, stamp, created = self.consumer.consume, self.samples, self.stamp, self.created
         while not self.halt.is_set():
             batch = consume(10_000, 0.05)
             now_ms = time.time() * 1000
             for msg in batch:
                 if msg.error() is None and self.wanted(msg):
-                    ts = msg.timestamp()[1]
+                    ts = msg.timestamp()[1] if stamp is None else created(msg)
                     samples.append((ts, now_ms - ts))
         self.consumer.close()
 

@@ -44,6 +44,7 @@ class Context:
     delivery: str = "at_least_once"  # exactly_once: MM2 and treedist transactional, every count read_committed
     wan: object = None  # the wan scenario's TwoDataCentres (ctx.boot: the brokers' direct addresses)
     distributor: dict | None = None  # treedist's `distributor` settings beyond its defaults (--distributor)
+    rtm_batch_duration: str | None = None  # spark_rtm's real-time trigger (--rtm-batch-duration)
 
     @property
     def read_committed(self) -> bool:
@@ -208,7 +209,8 @@ def drain(ctx: Context, contender: str, topic: str, records: int, value_bytes: i
     bench_cpu0 = time.process_time()
     mark0 = ctx.meter.mark()
     handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master,
-                                        delivery=ctx.delivery, wan=ctx.wan, distributor=ctx.distributor)
+                                        delivery=ctx.delivery, wan=ctx.wan, distributor=ctx.distributor,
+                                        rtm_batch_duration=ctx.rtm_batch_duration)
     prefix = _meter(ctx, handle)
     landing.start()
     log(f"{run_id}: {contender} started; waiting for {expected} copies")
@@ -301,7 +303,9 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
     make_topics(ctx, contender, topic)
     settled = settle(ctx)
     targets = sc.targets(contender, topic, ["c1"])
-    probe_targets = [{"name": c, "bootstrap": ctx.boot[c], "topic": t, "partitions": ctx.partitions}
+    # spark_rtm's copies carry the source's CreateTime in a header (Spark's sink cannot set it)
+    stamp = {"timestamp_header": h} if (h := contenders.timestamp_header(contender)) else {}
+    probe_targets = [{"name": c, "bootstrap": ctx.boot[c], "topic": t, "partitions": ctx.partitions, **stamp}
                      for c, ts in targets.items() for t in ts]
     probe_spec = {"targets": probe_targets, "read_committed": ctx.read_committed}
     probe = subprocess.Popen([sys.executable, "-m", "benchmarks.harness.latency_probe", json.dumps(probe_spec)],
@@ -313,7 +317,8 @@ def fixed_rate(ctx: Context, contender: str, topic: str, rate: float, warmup: fl
             raise RuntimeError("latency probe did not start")
         ctx.meter.add(f"probe:{run_id}", probe.pid)
         handle, settings = contenders.start(contender, sc, ctx.boot, topic, ctx.partitions, ctx.workdir, run_id, ctx.master,
-                                            delivery=ctx.delivery, wan=ctx.wan, distributor=ctx.distributor)
+                                            delivery=ctx.delivery, wan=ctx.wan, distributor=ctx.distributor,
+                                            rtm_batch_duration=ctx.rtm_batch_duration)
         prefix = _meter(ctx, handle)
         sampled = {ctx.boot[c]: {t: ctx.partitions for t in ts} for c, ts in targets.items()}
         producer = rate_producer(ctx.boot["c1"])
