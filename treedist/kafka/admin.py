@@ -5,6 +5,7 @@ Runs on the driver. Every call names the cluster in its errors.
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from typing import Callable, Mapping
 
@@ -40,16 +41,18 @@ def answers(admin: AdminClient, timeout: float = 2.0) -> bool:
     Why not metadata: a cluster's full metadata lists every topic and partition, and a
     liveness check every few seconds paid for all of them (200 topics of 3 partitions: 2.3 ms
     of the caller's CPU and 7.3 ms of the broker's per request, against 0.3 and 1.0 ms;
-    docs/performance.md, "The health probe"). A broker without DescribeCluster (Kafka before
-    2.8) is asked for metadata instead."""
+    docs/performance.md, "The health probe"). A cluster that answered with an error of its
+    own (a broker without DescribeCluster, Kafka before 2.8; a Kafka-compatible server that
+    refuses it) is asked for metadata instead: only librdkafka's own failures (transport,
+    timeout, TLS, authentication: negative codes) or no answer in time say it is down."""
     try:
         admin.describe_cluster(request_timeout=timeout).result(timeout + 1.0)
         return True
     except KafkaException as err:
         code = err.args[0].code() if err.args and isinstance(err.args[0], KafkaError) else None
-        if code not in (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION):
+        if code is None or (code < 0 and code != KafkaError._UNSUPPORTED_FEATURE):
             return False
-    except Exception:  # the future's own timeout (concurrent.futures.TimeoutError), a closed client
+    except concurrent.futures.TimeoutError:  # librdkafka settles the request at its timeout
         return False
     try:
         admin.list_topics(timeout=timeout)

@@ -38,10 +38,10 @@ def test_the_distribution_reads_its_version_from_the_package():
 
 def test_bash_completion_script_completes_the_commands():
     # typer's --show-completion is a flag: it names the shell it finds among the process's
-    # ancestors (shellingham), not its argument or $SHELL. So bash runs it (and waits: not its
+    # ancestors (shellingham), not an argument or $SHELL. So bash runs it (and waits: not its
     # last command, so not exec'd): a suite started without a shell above it (nohup, CI
     # runners) found none and printed "Shell  not supported."
-    script = _run(["bash", "-c", '"$0" --show-completion bash; exit $?', TREEDIST])
+    script = _run(["bash", "-c", '"$0" --show-completion; exit $?', TREEDIST])
     assert script.returncode == 0, script.stderr
     assert "complete -o default -F _treedist_completion treedist" in script.stdout
     # the script as bash runs it on <TAB> after `treedist to`: it calls treedist (on PATH)
