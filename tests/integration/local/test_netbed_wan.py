@@ -24,6 +24,9 @@ ECHO = ("import socketserver,sys\n"
         "class E(socketserver.BaseRequestHandler):\n"
         "    def handle(self):\n"
         "        while d := self.request.recv(65536): self.request.sendall(d)\n"
+        # SO_REUSEADDR: the previous test's echo on the same port leaves connections in TIME-WAIT
+        # (socketserver's default does not set it: "Address already in use", echo never listened)
+        "socketserver.ThreadingTCPServer.allow_reuse_address = True\n"
         "s = socketserver.ThreadingTCPServer((sys.argv[1], int(sys.argv[2])), E); s.daemon_threads = True\n"
         "s.serve_forever()\n")
 

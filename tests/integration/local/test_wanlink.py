@@ -27,10 +27,16 @@ ECHO_PORT, PROXY_PORT = 9100, 9101
 @pytest.fixture
 def link(tmp_path):
     link = WanLink(prefix="tdwt", subnet="10.78.9.0/30").up()
-    echo = subprocess.Popen([sys.executable, "-c", ECHO, link.outside, str(ECHO_PORT)], start_new_session=True)
+    echo_log = (tmp_path / "echo.log").open("wb")
+    echo = subprocess.Popen([sys.executable, "-c", ECHO, link.outside, str(ECHO_PORT)], start_new_session=True,
+                            stdout=echo_log, stderr=subprocess.STDOUT)
     proxy = None
     try:
-        _connect((link.outside, ECHO_PORT)).close()
+        try:
+            _connect((link.outside, ECHO_PORT)).close()
+        except OSError as err:  # the clean-clone suite of 8081c44 saw this once: say why the echo did not listen
+            raise AssertionError(f"echo on {link.outside}:{ECHO_PORT} not listening ({err}); exit code "
+                                 f"{echo.poll()}; its output: {(tmp_path / 'echo.log').read_text()[-2000:]!r}") from err
         proxy = WanProxy.start([Route(f"{link.inside}:{PROXY_PORT}", f"{link.outside}:{ECHO_PORT}")],
                                tmp_path / "wanproxy.log", delay_ms=1.0, prefix=link.exec_prefix())
         yield link
@@ -38,6 +44,7 @@ def link(tmp_path):
         if proxy is not None:
             proxy.stop()
         stop_pid(echo.pid, grace=5)
+        echo_log.close()
         link.down()
 
 
