@@ -10,6 +10,8 @@ what is measured).
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +20,24 @@ from treedist.ops.procstat import all_processes as _all
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _SPAWNED = ("spark-jvm", "driver-or-other", "gone")  # a JVM child that is not one of Spark's Python processes
+
+
+def stop_group(proc: subprocess.Popen, first_wait: float) -> int | None:
+    """Stop a contender started in its own process group, by PID only: SIGINT to the group
+    (a clean stop, up to `first_wait` seconds), then SIGTERM (20 s), then SIGKILL (10 s);
+    returns its exit code (None if it outlived them all)."""
+    for sig, wait in ((signal.SIGINT, first_wait), (signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.returncode
 
 
 def pss(pid: int) -> int:

@@ -239,17 +239,9 @@ class SparkRtmRun:
                                          stdin=subprocess.DEVNULL, start_new_session=True)
 
     def stop(self, timeout: float = 60.0) -> str:
-        for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-            if self.proc.poll() is not None:
-                break
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(wait)
-            except subprocess.TimeoutExpired:
-                continue
+        from benchmarks.harness.procs import stop_group
+
+        stop_group(self.proc, timeout)
         lines = self.log_file.read_text(errors="replace").strip().splitlines() if self.log_file.exists() else []
         return lines[-1] if lines else ""
 

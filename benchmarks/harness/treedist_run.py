@@ -4,8 +4,6 @@ SIGINT (as Ctrl-C), escalated after a timeout, by PID only."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from benchmarks.harness import procs
 from treedist.local.deployment import local_deployment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,15 +55,4 @@ class TreedistRun:
             raise RuntimeError(f"treedist run exited with {self.proc.returncode}:\n{tail}")
 
     def stop(self, timeout: float = 90.0) -> int | None:
-        for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-            if not self.alive():
-                break
-            try:
-                os.killpg(self.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(wait)
-            except subprocess.TimeoutExpired:
-                continue
-        return self.proc.returncode
+        return procs.stop_group(self.proc, timeout)

@@ -66,17 +66,25 @@ def _plan_until_armed(reader: DistributorReader, end: dict, pause_s: float = 0.0
         time.sleep(pause_s)
 
 
+def _armed_counting(reader: DistributorReader, pause_s: float = 0.0) -> tuple[dict, CountingReader]:
+    """Plan `reader` once from its start, count its offset requests from then on, and plan
+    (quiet: the same end comes back) until the idle watch is armed: (the positions it
+    planned, the counting reader)."""
+    end = _plan_once(reader, reader.initialOffset())
+    counting = CountingReader(reader._reader())
+    reader._offsets = counting
+    _plan_until_armed(reader, end, pause_s)
+    return end, counting
+
+
 def test_a_quiet_source_is_watched_not_polled_and_its_next_record_is_planned(local_kafka, unique_topic):
     bootstrap, plan = _plan(local_kafka, unique_topic, "300 milliseconds")
     reader = DistributorReader(plan, counters=None)
     reader.idle_park_s = 1.0  # each quiet trigger below is parked this long
     try:
         _produce(bootstrap["c1"], unique_topic, 4)
-        end = _plan_once(reader, reader.initialOffset())
-        counting = CountingReader(reader._reader())
-        reader._offsets = counting
         # Quiet: the same end comes back, and after idle_watch_after the watch is armed.
-        _plan_until_armed(reader, end, pause_s=0.1)
+        end, counting = _armed_counting(reader, pause_s=0.1)
         assert reader._watch is not None and reader._watch.armed
         asked = counting.calls
         for _ in range(5):  # armed: the triggers ask the broker nothing
@@ -155,10 +163,7 @@ def test_the_full_check_of_a_quiet_source_lists_it_and_keeps_watching_until_a_to
     reader = DistributorReader(plan_cluster(parse_deployment(spec, "<test>"), "c1"), counters=None)
     reader.idle_park_s = 0.5
     try:
-        end = _plan_once(reader, reader.initialOffset())
-        counting = CountingReader(reader._reader())
-        reader._offsets = counting
-        _plan_until_armed(reader, end)
+        end, counting = _armed_counting(reader)
         assert reader._watch.armed
         renewed = []
         renew = reader._watch.renew
@@ -193,10 +198,7 @@ def test_the_full_check_plans_again_once_the_driver_wrote_for_the_query(local_ka
     reader = DistributorReader(plan_cluster(parse_deployment(spec, "<test>"), "c1", live_targets=live), counters=None)
     reader.idle_park_s = 0.5
     try:
-        end = _plan_once(reader, reader.initialOffset())
-        counting = CountingReader(reader._reader())
-        reader._offsets = counting
-        _plan_until_armed(reader, end)
+        end, counting = _armed_counting(reader)
         asked = counting.calls
         with open(holds.held_file(live), "w") as f:
             f.write("{}")  # the driver writes the query's held file: nothing held, but written
